@@ -1,0 +1,54 @@
+//! The `rondpoint` binary: argument parsing, dispatch, and error reporting.
+
+mod commands;
+mod format;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// rondpoint: a NUMA traffic manager for Linux.
+///
+/// rondpoint measures where memory traffic goes on a NUMA machine (per-node controller load,
+/// interconnect load, local access ratio, sampled page accesses) and fixes placement while
+/// programs run, with the policies of Carrefour, N-MASS, OAAS and remote-placement papers beside
+/// the Linux baselines. A built-in simulator runs the same policies on machines you do not have.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rondpoint",
+    version,
+    about,
+    long_about,
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the machine's NUMA topology: nodes, CPUs, memory, distances, links, fast/slow classes.
+    ///
+    /// Reads sysfs (or a copy of it given with --sysfs-root). Links and routes between nodes are
+    /// inferred from the SLIT distances unless --interconnect gives them. A node is "slow" when
+    /// its worst-case distance to the other CPU nodes exceeds the machine's best (the asymmetric
+    /// Opteron of Gaud et al.), "memory-only" when it has no CPUs (CXL, persistent memory).
+    Topo(commands::topo::TopoArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Topo(args) => commands::topo::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("rondpoint: error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! What a policy asks for, and what a backend reports it did.
+
+use crate::ids::{CpuId, NodeId, Pid, Tid};
+use crate::page::PageRange;
+use serde::{Deserialize, Serialize};
+
+/// A memory allocation policy, as set_mempolicy(2) knows them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum MemPolicy {
+    /// First touch: allocate on the node of the touching CPU, falling back by distance.
+    Default,
+    Bind {
+        nodes: Vec<NodeId>,
+    },
+    Interleave {
+        nodes: Vec<NodeId>,
+    },
+    /// MPOL_PREFERRED_MANY (Linux 5.15).
+    PreferredMany {
+        nodes: Vec<NodeId>,
+    },
+    /// MPOL_WEIGHTED_INTERLEAVE (Linux 6.9): pages in proportion to the weights.
+    WeightedInterleave {
+        weights: Vec<(NodeId, u8)>,
+    },
+}
+
+/// A placement decision. Plain data: the backend decides nothing, it only carries it out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Action {
+    /// Move every page of `range` to node `to`.
+    MigratePages { range: PageRange, to: NodeId },
+    /// Spread the pages of `range` round-robin over `nodes`.
+    Interleave {
+        range: PageRange,
+        nodes: Vec<NodeId>,
+    },
+    /// Keep a read-only copy of `range` on each of `nodes`.
+    Replicate {
+        range: PageRange,
+        nodes: Vec<NodeId>,
+    },
+    /// Restrict one thread to `cpus`.
+    PinThread {
+        pid: Pid,
+        tid: Tid,
+        cpus: Vec<CpuId>,
+    },
+    /// Move all threads of a process to node `to`, and its pages too if `with_memory`.
+    MoveApplication {
+        pid: Pid,
+        to: NodeId,
+        with_memory: bool,
+    },
+    /// Set the allocation policy a process's future allocations follow.
+    SetMemPolicy { pid: Pid, policy: MemPolicy },
+}
+
+impl Action {
+    /// The process the action touches.
+    pub fn pid(&self) -> Pid {
+        match self {
+            Action::MigratePages { range, .. }
+            | Action::Interleave { range, .. }
+            | Action::Replicate { range, .. } => range.pid,
+            Action::PinThread { pid, .. }
+            | Action::MoveApplication { pid, .. }
+            | Action::SetMemPolicy { pid, .. } => *pid,
+        }
+    }
+
+    /// A short name for reports ("migrate", "interleave", ...).
+    pub fn technique(&self) -> &'static str {
+        match self {
+            Action::MigratePages { .. } => "migrate",
+            Action::Interleave { .. } => "interleave",
+            Action::Replicate { .. } => "replicate",
+            Action::PinThread { .. } => "pin-thread",
+            Action::MoveApplication { .. } => "move-application",
+            Action::SetMemPolicy { .. } => "set-mempolicy",
+        }
+    }
+}
+
+/// How an action ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutcomeStatus {
+    /// Done in full.
+    Applied,
+    /// Done for some pages and not others (see the failure counts).
+    Partial,
+    /// Nothing was done.
+    Failed,
+    /// Not attempted (a rate limit, a dry run, a process that is gone).
+    Skipped,
+    /// Something else was done instead (for example a replication request carried out as an
+    /// interleave on a kernel that cannot replicate), described in `note`.
+    Substituted,
+}
+
+/// What a backend did with one action.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Index of the action in the batch it came in.
+    pub action: usize,
+    pub status: OutcomeStatus,
+    /// Pages (of the range's page size) the action asked about.
+    pub pages_requested: u64,
+    /// Pages that ended where they were asked to be.
+    pub pages_done: u64,
+    /// Bytes copied to carry it out.
+    pub bytes_copied: u64,
+    /// Pages that failed, by reason (an errno name such as "EBUSY", or a short phrase).
+    pub failures: Vec<(String, u64)>,
+    /// Free text for the report: why it was skipped, what was done instead.
+    pub note: Option<String>,
+}
+
+impl Outcome {
+    /// An outcome for an action that was not attempted.
+    pub fn skipped(action: usize, pages_requested: u64, why: impl Into<String>) -> Self {
+        Self {
+            action,
+            status: OutcomeStatus::Skipped,
+            pages_requested,
+            pages_done: 0,
+            bytes_copied: 0,
+            failures: Vec::new(),
+            note: Some(why.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::PageSize;
+
+    #[test]
+    fn actions_serialise_tagged() {
+        let a = Action::MigratePages {
+            range: PageRange::new(Pid(7), 0x20_0000, 1, PageSize::Huge2M).unwrap(),
+            to: NodeId(2),
+        };
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"migrate-pages","range":{"pid":7,"start":2097152,"count":1,"page_size":"2MiB"},"to":2}"#
+        );
+        assert_eq!(serde_json::from_str::<Action>(&json).unwrap(), a);
+        assert_eq!(a.pid(), Pid(7));
+        assert_eq!(a.technique(), "migrate");
+    }
+}

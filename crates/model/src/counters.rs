@@ -1,0 +1,72 @@
+//! Hardware counters over one epoch, as a backend measured or estimated them.
+
+use crate::ids::{NodeId, Pid, Tid};
+use serde::{Deserialize, Serialize};
+
+/// Per-node counters over one epoch.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeCounters {
+    pub node: NodeId,
+    /// DRAM accesses served by this node's memory controller, split by the node whose CPU made
+    /// them. Indexed like [`crate::Topology::nodes`] (dense index, not node number).
+    pub dram_accesses_by_source: Vec<u64>,
+    /// DRAM reads served by this node's controller (64-byte lines).
+    pub dram_reads: u64,
+    /// DRAM writes served by this node's controller (64-byte lines).
+    pub dram_writes: u64,
+    /// Instructions retired by this node's CPUs.
+    pub instructions: u64,
+    /// Unhalted cycles of this node's CPUs.
+    pub cycles: u64,
+    /// Last-level-cache misses of this node's CPUs.
+    pub llc_misses: u64,
+}
+
+impl NodeCounters {
+    /// All DRAM accesses this controller served.
+    pub fn dram_accesses(&self) -> u64 {
+        self.dram_accesses_by_source.iter().sum()
+    }
+}
+
+/// Per-thread counters over one epoch (what MAPI, MPKI and MAPTU are computed from).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadCounters {
+    pub pid: Pid,
+    pub tid: Tid,
+    /// The node the thread ran on for most of the epoch.
+    pub node: NodeId,
+    pub instructions: u64,
+    pub cycles: u64,
+    pub llc_misses: u64,
+    /// DRAM accesses the thread made (local and remote).
+    pub dram_accesses: u64,
+}
+
+/// Traffic over one interconnect link in one epoch, both directions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkCounters {
+    pub a: NodeId,
+    pub b: NodeId,
+    /// Bytes sent from `a` to `b`.
+    pub bytes_a_to_b: u64,
+    /// Bytes sent from `b` to `a`.
+    pub bytes_b_to_a: u64,
+    /// Link capacity per direction (bytes per second), when the backend knows it.
+    pub capacity_bytes_per_s: Option<f64>,
+}
+
+/// Every counter a backend gives a policy for one epoch. Which of them were measured and which
+/// were estimated is stated in `estimated`, so reports can say so.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Length of the epoch these counters cover (ns).
+    pub duration_ns: u64,
+    pub nodes: Vec<NodeCounters>,
+    pub threads: Vec<ThreadCounters>,
+    /// Empty when the machine has no link counters.
+    pub links: Vec<LinkCounters>,
+    /// Names of the fields above that were estimated rather than counted (for example
+    /// `"nodes.dram_accesses_by_source"` estimated from samples when there is no uncore PMU).
+    pub estimated: Vec<String>,
+}

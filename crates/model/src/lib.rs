@@ -1,0 +1,27 @@
+//! rondpoint's vocabulary: the plain data that policies, the engine and both backends share.
+//!
+//! Nothing here does I/O. A policy sees an [`Observation`] and returns [`Action`]s; a backend
+//! reports an [`Outcome`] per action. The [`topology`] module also holds the pure derivations
+//! every consumer needs (hop classes, links and routes inferred from distances, fast/slow node
+//! classes), so that the simulator and the live backend classify a machine the same way.
+
+pub mod action;
+pub mod counters;
+pub mod cpulist;
+pub mod ids;
+pub mod observation;
+pub mod page;
+pub mod sample;
+pub mod synthetic;
+pub mod topology;
+
+pub use action::{Action, MemPolicy, Outcome, OutcomeStatus};
+pub use counters::{Counters, LinkCounters, NodeCounters, ThreadCounters};
+pub use ids::{CpuId, NodeId, Pid, Tid};
+pub use observation::{NodeMemory, Observation, ProcessInfo, ThreadInfo};
+pub use page::{PageRange, PageSize};
+pub use sample::{AccessKind, Sample, SampleSource};
+pub use topology::{
+    Hmat, HmatPerf, Interconnect, InterconnectOrigin, Link, LlcDomain, Node, NodeClass, Route,
+    Topology, TopologyError,
+};
