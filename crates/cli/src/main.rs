@@ -34,12 +34,21 @@ enum Command {
     /// its worst-case distance to the other CPU nodes exceeds the machine's best (the asymmetric
     /// Opteron of Gaud et al.), "memory-only" when it has no CPUs (CXL, persistent memory).
     Topo(commands::topo::TopoArgs),
+    /// Run placement policies on a simulated NUMA machine and compare them.
+    ///
+    /// Each workload runs once per policy on the same machine, with the same seed; the table shows
+    /// completion time, speedup over first-touch, average memory latency, local access ratio
+    /// (LAR), memory-controller and interconnect imbalance, IPC, pages moved, and overhead, as
+    /// in the Carrefour paper's tables. Machines and workloads are presets (see --list) or TOML
+    /// files (docs/scenario-format.md).
+    Sim(commands::sim::SimArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Topo(args) => commands::topo::run(&args),
+        Command::Sim(args) => commands::sim::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,175 @@
+//! End-to-end tests of `rondpoint sim`: the table (golden file), the JSON schema, determinism,
+//! and every kind of bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn rondpoint(args: &[&str]) -> Command {
+    let mut cmd = Command::cargo_bin("rondpoint").unwrap();
+    cmd.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(args);
+    cmd
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = rondpoint(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn table_matches_golden_file() {
+    let out = stdout(&[
+        "sim",
+        "-q",
+        "--machine",
+        "opteron-8385",
+        "--workload",
+        "facerec,mg",
+        "--policy",
+        "first-touch,interleave",
+    ]);
+    insta::assert_snapshot!("sim_table_opteron_facerec_mg", out);
+}
+
+#[test]
+fn json_has_the_documented_fields_and_is_deterministic() {
+    let args = [
+        "sim",
+        "-q",
+        "--json",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "streamcluster",
+        "-p",
+        "all",
+        "--seed",
+        "7",
+    ];
+    let a = stdout(&args);
+    assert_eq!(a, stdout(&args), "same seed, same output");
+    let j: Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(j["schema_version"], 1);
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        for field in [
+            "policy",
+            "workload",
+            "completion_s",
+            "speedup_vs_first_touch",
+            "avg_latency_cycles",
+            "lar",
+            "mc_imbalance",
+            "ic_imbalance",
+            "ipc",
+            "pages_migrated",
+            "pages_interleaved",
+            "pages_replicated",
+        ] {
+            assert!(!r[field].is_null(), "{field} missing in {r}");
+        }
+        assert_eq!(r["seed"], 7);
+    }
+    assert_eq!(runs[0]["policy"], "first-touch");
+    assert_eq!(runs[0]["speedup_vs_first_touch"], 1.0);
+    // 000_4074eef64cabe9e6.txt, section 2: streamcluster runs about twice as fast interleaved.
+    assert!(runs[1]["speedup_vs_first_touch"].as_f64().unwrap() > 1.5);
+}
+
+#[test]
+fn progress_goes_to_stderr() {
+    rondpoint(&[
+        "sim",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "facerec",
+        "-p",
+        "first-touch",
+    ])
+    .assert()
+    .success()
+    .stderr(predicate::str::contains(
+        "[1/1] opteron-8385 / facerec / first-touch",
+    ))
+    .stderr(predicate::str::contains("simulated s in"));
+}
+
+#[test]
+fn list_shows_presets_and_policies() {
+    let out = stdout(&["sim", "--list"]);
+    assert!(out.contains("r905-asymmetric") && out.contains("gups") && out.contains("interleave"));
+}
+
+#[test]
+fn unknown_names_list_the_valid_ones() {
+    rondpoint(&["sim", "-m", "opteron", "-w", "mg"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown machine 'opteron'"))
+        .stderr(predicate::str::contains("opteron-8385"));
+    rondpoint(&["sim", "-m", "opteron-8385", "-w", "mgg"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown workload 'mgg'"))
+        .stderr(predicate::str::contains("streamcluster"));
+    rondpoint(&["sim", "-m", "opteron-8385", "-w", "mg", "-p", "carefour"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown policy 'carefour'"))
+        .stderr(predicate::str::contains("first-touch"));
+}
+
+#[test]
+fn malformed_and_impossible_scenarios_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\ndescription = \"y\"\n[[app]]\nname = \"a\"\nthreads = 4\nmlp = \"lots\"\n",
+    )
+    .unwrap();
+    rondpoint(&["sim", "-m", "opteron-8385", "-w", bad.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad.toml"))
+        .stderr(predicate::str::contains("line 6"))
+        .stderr(predicate::str::contains("panicked").not());
+    let big = dir.path().join("big.toml");
+    std::fs::write(
+        &big,
+        r#"name = "big"
+description = "too many threads"
+[[app]]
+name = "a"
+threads = 64
+instructions = 1e9
+cpi_base = 1.0
+mlp = 2.0
+mpki = 5.0
+mrc_ref_bytes = 1e6
+[[app.region]]
+name = "r"
+size_mib = 10
+first_touch = "main"
+pattern = "shared-uniform"
+share = 1.0
+"#,
+    )
+    .unwrap();
+    rondpoint(&["sim", "-m", "opteron-8385", "-w", big.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("wants 64 threads"))
+        .stderr(predicate::str::contains("16 cores"));
+}

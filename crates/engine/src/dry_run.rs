@@ -1,0 +1,62 @@
+//! A machine wrapper that observes for real and applies nothing.
+
+use crate::Machine;
+use rondpoint_model::{Action, Observation, Outcome, ProcessInfo, Topology};
+
+/// Wraps a machine: observations pass through, actions are logged and reported as skipped.
+#[derive(Debug)]
+pub struct DryRun<M> {
+    inner: M,
+    log: Vec<Action>,
+}
+
+impl<M: Machine> DryRun<M> {
+    pub fn new(inner: M) -> Self {
+        Self {
+            inner,
+            log: Vec::new(),
+        }
+    }
+
+    /// Every action the policy asked for, in order.
+    pub fn log(&self) -> &[Action] {
+        &self.log
+    }
+
+    pub fn into_inner(self) -> M {
+        self.inner
+    }
+}
+
+impl<M: Machine> Machine for DryRun<M> {
+    type Error = M::Error;
+
+    fn topology(&self) -> &Topology {
+        self.inner.topology()
+    }
+
+    fn processes(&self) -> Vec<ProcessInfo> {
+        self.inner.processes()
+    }
+
+    fn observe(&mut self, until_ns: u64) -> Result<Observation, Self::Error> {
+        self.inner.observe(until_ns)
+    }
+
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Self::Error> {
+        self.log.extend_from_slice(actions);
+        Ok(actions
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Outcome::skipped(i, crate::limits::pages_of(a), "dry run"))
+            .collect())
+    }
+
+    fn finished(&self) -> bool {
+        self.inner.finished()
+    }
+
+    fn set_sampling_period(&mut self, cycles: Option<u64>) {
+        self.inner.set_sampling_period(cycles);
+    }
+}

@@ -1,0 +1,195 @@
+//! The policy engine: runs any [`Policy`] against any [`Machine`].
+//!
+//! The engine owns time. Each epoch it lets the machine run until the next epoch boundary on
+//! its [`Clock`] (a simulated machine simulates up to it; a live machine waits for it), hands
+//! the observation to the policy, admits the policy's actions through the rate limits, has the
+//! machine carry them out, and accounts for every outcome.
+
+mod clock;
+mod dry_run;
+mod limits;
+
+pub use clock::{Clock, VirtualClock, WallClock};
+pub use dry_run::DryRun;
+pub use limits::RateLimits;
+
+use rondpoint_model::{Action, Observation, Outcome, OutcomeStatus, ProcessInfo, Topology};
+use rondpoint_policy::Policy;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// A machine the engine can manage: the simulator or a live Linux machine.
+pub trait Machine {
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// The machine's topology.
+    fn topology(&self) -> &Topology;
+
+    /// The managed processes as they are now.
+    fn processes(&self) -> Vec<ProcessInfo>;
+
+    /// Lets the machine run until `until_ns` on the engine's clock and reports what was seen
+    /// since the previous call. A simulated machine may stop early when every program is done.
+    fn observe(&mut self, until_ns: u64) -> Result<Observation, Self::Error>;
+
+    /// Carries out actions, in order, and reports one outcome per action.
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Self::Error>;
+
+    /// Whether every managed program has finished.
+    fn finished(&self) -> bool;
+
+    /// Tells the backend how often the policy wants samples (cycles per sample per core), or
+    /// that it wants none.
+    fn set_sampling_period(&mut self, cycles: Option<u64>) {
+        let _ = cycles;
+    }
+}
+
+/// What can stop a run.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error("the machine failed: {0}")]
+    Machine(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("epoch length must be positive")]
+    ZeroEpoch,
+}
+
+/// Engine settings.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Epoch length (ns). Carrefour uses 1 s (000_4074eef64cabe9e6.txt, section 4).
+    pub epoch_ns: u64,
+    /// Stop after this much time on the clock even if programs still run (ns).
+    pub time_limit_ns: Option<u64>,
+    pub limits: RateLimits,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            epoch_ns: 1_000_000_000,
+            time_limit_ns: None,
+            limits: RateLimits::default(),
+        }
+    }
+}
+
+/// Totals per technique over a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TechniqueTotals {
+    pub actions: u64,
+    pub applied: u64,
+    pub partial: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    pub substituted: u64,
+    pub pages_requested: u64,
+    pub pages_done: u64,
+    pub bytes_copied: u64,
+}
+
+/// Accounting of a whole run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Accounting {
+    pub epochs: u64,
+    /// By technique name ([`Action::technique`]).
+    pub by_technique: BTreeMap<String, TechniqueTotals>,
+    pub samples_seen: u64,
+}
+
+impl Accounting {
+    fn record(&mut self, action: &Action, outcome: &Outcome) {
+        let t = self
+            .by_technique
+            .entry(action.technique().to_string())
+            .or_default();
+        t.actions += 1;
+        match outcome.status {
+            OutcomeStatus::Applied => t.applied += 1,
+            OutcomeStatus::Partial => t.partial += 1,
+            OutcomeStatus::Failed => t.failed += 1,
+            OutcomeStatus::Skipped => t.skipped += 1,
+            OutcomeStatus::Substituted => t.substituted += 1,
+        }
+        t.pages_requested += outcome.pages_requested;
+        t.pages_done += outcome.pages_done;
+        t.bytes_copied += outcome.bytes_copied;
+    }
+
+    /// Pages done by one technique.
+    pub fn pages_done(&self, technique: &str) -> u64 {
+        self.by_technique.get(technique).map_or(0, |t| t.pages_done)
+    }
+}
+
+/// One epoch as the engine saw it, for progress output and action logs.
+#[derive(Debug)]
+pub struct EpochReport<'a> {
+    pub epoch: u64,
+    pub now_ns: u64,
+    pub observation: &'a Observation,
+    pub actions: &'a [Action],
+    pub outcomes: &'a [Outcome],
+}
+
+/// Runs `policy` on `machine` until every program finishes or the time limit passes.
+/// `on_epoch` is called after each epoch (progress, logs, recording).
+pub fn run<M: Machine + ?Sized, C: Clock>(
+    machine: &mut M,
+    policy: &mut dyn Policy,
+    clock: &mut C,
+    config: &EngineConfig,
+    mut on_epoch: impl FnMut(&EpochReport<'_>),
+) -> Result<Accounting, EngineError> {
+    if config.epoch_ns == 0 {
+        return Err(EngineError::ZeroEpoch);
+    }
+    let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
+    let mut acct = Accounting::default();
+    machine.set_sampling_period(policy.sampling_period_cycles());
+
+    let start = policy.start(machine.topology(), &machine.processes());
+    let outcomes = machine.apply(&start).map_err(boxed)?;
+    for (a, o) in start.iter().zip(&outcomes) {
+        acct.record(a, o);
+    }
+
+    let mut epoch = 0u64;
+    while !machine.finished() {
+        let until = clock.now_ns().saturating_add(config.epoch_ns);
+        clock.wait_until(until);
+        let observation = machine.observe(until).map_err(boxed)?;
+        acct.samples_seen += observation.samples.len() as u64;
+        let wanted = policy.decide(machine.topology(), &observation);
+        machine.set_sampling_period(policy.sampling_period_cycles());
+        let (admitted, refused) = config.limits.admit(wanted);
+        let mut outcomes = machine.apply(&admitted).map_err(boxed)?;
+        for (a, o) in admitted.iter().zip(&outcomes) {
+            acct.record(a, o);
+        }
+        let mut actions = admitted;
+        for a in refused {
+            let o = Outcome::skipped(actions.len(), limits::pages_of(&a), "rate limit");
+            acct.record(&a, &o);
+            actions.push(a);
+            outcomes.push(o);
+        }
+        acct.epochs += 1;
+        on_epoch(&EpochReport {
+            epoch,
+            now_ns: until,
+            observation: &observation,
+            actions: &actions,
+            outcomes: &outcomes,
+        });
+        epoch += 1;
+        if config.time_limit_ns.is_some_and(|l| until >= l) {
+            break;
+        }
+    }
+    Ok(acct)
+}
+
+#[cfg(test)]
+mod tests;

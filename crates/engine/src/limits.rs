@@ -1,0 +1,54 @@
+//! Rate limits on what a policy may do per epoch.
+
+use rondpoint_model::Action;
+
+/// Per-epoch caps. Actions are admitted in the order the policy gave them until a cap would be
+/// exceeded; the rest are refused (and reported as skipped).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RateLimits {
+    /// Most pages (of any size) moved, interleaved or replicated per epoch.
+    pub max_pages_per_epoch: Option<u64>,
+    /// Most bytes moved, interleaved or replicated per epoch.
+    pub max_bytes_per_epoch: Option<u64>,
+}
+
+/// Pages an action touches (0 for actions that move no memory).
+pub fn pages_of(a: &Action) -> u64 {
+    match a {
+        Action::MigratePages { range, .. }
+        | Action::Interleave { range, .. }
+        | Action::Replicate { range, .. } => range.count,
+        _ => 0,
+    }
+}
+
+fn bytes_of(a: &Action) -> u64 {
+    match a {
+        Action::MigratePages { range, .. }
+        | Action::Interleave { range, .. }
+        | Action::Replicate { range, .. } => range.bytes(),
+        _ => 0,
+    }
+}
+
+impl RateLimits {
+    /// Splits actions into (admitted, refused), keeping order.
+    pub fn admit(&self, actions: Vec<Action>) -> (Vec<Action>, Vec<Action>) {
+        let (mut pages, mut bytes) = (0u64, 0u64);
+        let mut admitted = Vec::with_capacity(actions.len());
+        let mut refused = Vec::new();
+        for a in actions {
+            let (p, b) = (pages + pages_of(&a), bytes + bytes_of(&a));
+            let over = self.max_pages_per_epoch.is_some_and(|m| p > m)
+                || self.max_bytes_per_epoch.is_some_and(|m| b > m);
+            if over {
+                refused.push(a);
+            } else {
+                pages = p;
+                bytes = b;
+                admitted.push(a);
+            }
+        }
+        (admitted, refused)
+    }
+}

@@ -1,0 +1,193 @@
+//! Engine tests against a scripted fake machine.
+
+use super::*;
+use rondpoint_model::synthetic::TopologyBuilder;
+use rondpoint_model::{NodeId, PageRange, PageSize, Pid};
+use std::convert::Infallible;
+
+/// Runs for `epochs` observations, records every action applied.
+struct Fake {
+    topo: Topology,
+    epochs_left: u32,
+    observed_until: Vec<u64>,
+    applied: Vec<Action>,
+}
+
+impl Fake {
+    fn new(epochs: u32) -> Self {
+        Self {
+            topo: TopologyBuilder::new(2).build().unwrap(),
+            epochs_left: epochs,
+            observed_until: Vec::new(),
+            applied: Vec::new(),
+        }
+    }
+}
+
+impl Machine for Fake {
+    type Error = Infallible;
+    fn topology(&self) -> &Topology {
+        &self.topo
+    }
+    fn processes(&self) -> Vec<ProcessInfo> {
+        vec![ProcessInfo {
+            pid: Pid(1),
+            comm: "x".into(),
+            threads: vec![],
+            resident_bytes_by_node: vec![],
+        }]
+    }
+    fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {
+        self.epochs_left -= 1;
+        self.observed_until.push(until_ns);
+        Ok(Observation::default())
+    }
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
+        self.applied.extend_from_slice(actions);
+        Ok(actions
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Outcome {
+                action: i,
+                status: OutcomeStatus::Applied,
+                pages_requested: limits::pages_of(a),
+                pages_done: limits::pages_of(a),
+                bytes_copied: 0,
+                failures: vec![],
+                note: None,
+            })
+            .collect())
+    }
+    fn finished(&self) -> bool {
+        self.epochs_left == 0
+    }
+}
+
+/// Asks to migrate `n` one-page ranges every epoch.
+struct Mover(u64);
+
+impl Policy for Mover {
+    fn name(&self) -> &str {
+        "mover"
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        (0..self.0)
+            .map(|i| Action::MigratePages {
+                range: PageRange::new(Pid(1), i * 4096, 1, PageSize::Base4K).unwrap(),
+                to: NodeId(1),
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn epochs_follow_the_clock_until_the_machine_finishes() {
+    let mut m = Fake::new(3);
+    let mut clock = VirtualClock::default();
+    let mut seen = Vec::new();
+    let acct = run(
+        &mut m,
+        &mut Mover(0),
+        &mut clock,
+        &EngineConfig::default(),
+        |r| seen.push(r.epoch),
+    )
+    .unwrap();
+    assert_eq!(
+        m.observed_until,
+        vec![1_000_000_000, 2_000_000_000, 3_000_000_000]
+    );
+    assert_eq!(seen, vec![0, 1, 2]);
+    assert_eq!(acct.epochs, 3);
+}
+
+#[test]
+fn rate_limit_refuses_the_excess_and_accounts_for_it() {
+    let mut m = Fake::new(2);
+    let cfg = EngineConfig {
+        limits: RateLimits {
+            max_pages_per_epoch: Some(3),
+            max_bytes_per_epoch: None,
+        },
+        ..EngineConfig::default()
+    };
+    let acct = run(
+        &mut m,
+        &mut Mover(5),
+        &mut VirtualClock::default(),
+        &cfg,
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(m.applied.len(), 6, "3 per epoch for 2 epochs");
+    let t = &acct.by_technique["migrate"];
+    assert_eq!((t.actions, t.applied, t.skipped), (10, 6, 4));
+    assert_eq!(acct.pages_done("migrate"), 6);
+}
+
+#[test]
+fn byte_limit_applies_too() {
+    let limits = RateLimits {
+        max_pages_per_epoch: None,
+        max_bytes_per_epoch: Some(2 * 4096),
+    };
+    let (a, r) = limits.admit(Mover(3).decide(&Fake::new(1).topo, &Observation::default()));
+    assert_eq!((a.len(), r.len()), (2, 1));
+}
+
+#[test]
+fn dry_run_applies_nothing_and_logs_everything() {
+    let mut m = DryRun::new(Fake::new(2));
+    let acct = run(
+        &mut m,
+        &mut Mover(2),
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(m.log().len(), 4);
+    assert!(m.into_inner().applied.is_empty());
+    assert_eq!(acct.by_technique["migrate"].skipped, 4);
+}
+
+#[test]
+fn start_actions_are_applied_before_the_first_epoch() {
+    let mut m = Fake::new(1);
+    let mut p = rondpoint_policy::baseline::Interleave;
+    run(
+        &mut m,
+        &mut p,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert!(matches!(
+        m.applied.as_slice(),
+        [Action::SetMemPolicy { .. }]
+    ));
+}
+
+#[test]
+fn zero_epoch_is_refused() {
+    let cfg = EngineConfig {
+        epoch_ns: 0,
+        ..EngineConfig::default()
+    };
+    let r = run(
+        &mut Fake::new(1),
+        &mut Mover(0),
+        &mut VirtualClock::default(),
+        &cfg,
+        |_| {},
+    );
+    assert!(matches!(r, Err(EngineError::ZeroEpoch)));
+}
+
+#[test]
+fn wall_clock_waits() {
+    let mut c = WallClock::new();
+    c.wait_until(2_000_000);
+    assert!(c.now_ns() >= 2_000_000);
+}

@@ -1,0 +1,133 @@
+//! Simulator speed and memory benchmark (not a timed test; run with `cargo bench -p rondpoint-sim`).
+//!
+//! Prints, for each case, simulated seconds per wall-clock second and the placement state kept
+//! per simulated 4 KiB page. Targets (issue 3): streamcluster with 16 threads on opteron-8385 at
+//! least 100x faster than real time; at most 2 bytes of state per simulated 4 KiB page.
+
+use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
+use rondpoint_sim::preset::MachinePreset;
+use rondpoint_sim::scenario::Scenario;
+use rondpoint_sim::spec::MachineSpec;
+use rondpoint_sim::{SimConfig, SimMachine, presets};
+use std::error::Error;
+use std::time::Instant;
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+fn big_machine() -> Res<MachineSpec> {
+    // 16 nodes x 16 cores, 4 GiB each (64 GiB), a 4 x 4 mesh-like distance matrix.
+    let n = 16usize;
+    let hops = |a: usize, b: usize| {
+        let (ax, ay, bx, by) = (a % 4, a / 4, b % 4, b / 4);
+        ax.abs_diff(bx) + ay.abs_diff(by)
+    };
+    let d: Vec<Vec<u32>> = (0..n)
+        .map(|a| (0..n).map(|b| 10 + 6 * hops(a, b) as u32).collect())
+        .collect();
+    let toml = format!(
+        r#"
+name = "bench-16x16"
+description = "synthetic 16-node mesh for the speed benchmark"
+nodes = 16
+cores_per_node = 16
+freq_ghz = 2.5
+llc_bytes = 33554432
+mem_bytes_per_node = 4294967296
+mc_bandwidth_gbs = 40.0
+link_bandwidth_gbs = 20.0
+distances = {d:?}
+[latency]
+model = "hops"
+local_ns = 90.0
+hop_ns = 30.0
+"#
+    );
+    let p: MachinePreset = toml::from_str(&toml)?;
+    Ok(MachineSpec::from_preset(&p)?)
+}
+
+fn big_scenario() -> Res<Scenario> {
+    Ok(toml::from_str(
+        r#"
+name = "bench-256-threads"
+description = "256 threads over 48 GiB: partitioned data plus a shared table"
+[[app]]
+name = "big"
+threads = 256
+instructions = 2e10
+cpi_base = 0.7
+mlp = 6.0
+mpki = 12.0
+mrc_ref_bytes = 2097152
+mrc_alpha = 0.3
+[[app.region]]
+name = "grid"
+size_mib = 45056
+first_touch = "partitioned"
+pattern = "halo"
+halo = 0.1
+share = 0.8
+write_ratio = 0.3
+[[app.region]]
+name = "table"
+size_mib = 4096
+first_touch = "main"
+pattern = "zipf"
+zipf_s = 0.9
+share = 0.2
+"#,
+    )?)
+}
+
+fn bench(label: &str, spec: MachineSpec, scenario: &Scenario, policy: &str) -> Res<()> {
+    let started = Instant::now();
+    let mut m = SimMachine::new(spec, scenario, SimConfig::default())?;
+    let mut p = rondpoint_policy::by_name(policy)?;
+    let cfg = EngineConfig {
+        time_limit_ns: Some(600_000_000_000),
+        ..EngineConfig::default()
+    };
+    rondpoint_engine::run(
+        &mut m,
+        p.as_mut(),
+        &mut VirtualClock::default(),
+        &cfg,
+        |_| {},
+    )?;
+    let wall = started.elapsed().as_secs_f64();
+    let simulated = m.now_ns() / 1e9;
+    let pages = m.simulated_base_pages();
+    let state = m.placement_state_bytes();
+    println!(
+        "{label:<48} {simulated:>8.2} simulated s in {wall:>7.3} s wall = {:>9.0}x real time; \
+         {pages} pages of 4 KiB, {:.3} bytes of placement state per page; finished: {}",
+        simulated / wall,
+        state as f64 / pages as f64,
+        m.finished()
+    );
+    Ok(())
+}
+
+fn main() -> Res<()> {
+    let sc = presets::workload("streamcluster")?;
+    let a = MachineSpec::from_preset(&presets::machine("opteron-8385")?)?;
+    bench(
+        "streamcluster x16, opteron-8385, first-touch",
+        a.clone(),
+        &sc,
+        "first-touch",
+    )?;
+    bench(
+        "streamcluster x16, opteron-8385, interleave",
+        a,
+        &sc,
+        "interleave",
+    )?;
+    bench(
+        "256 threads, 16 nodes, 48 GiB, first-touch",
+        big_machine()?,
+        &big_scenario()?,
+        "first-touch",
+    )?;
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! rondpoint's NUMA machine simulator.
+
+pub mod machine;
+pub mod param;
+pub mod placement;
+pub mod preset;
+pub mod scenario;
+pub mod solver;
+pub mod spec;
+pub use machine::{SimConfig, SimError, SimMachine, Totals};
+pub mod experiment;
+pub mod presets;

@@ -1,0 +1,307 @@
+//! A machine preset turned into the checked, derived description the simulator runs on:
+//! topology, per-node and per-link capacities, the idle latency matrix, and for every pair of
+//! nodes the directed links a memory access crosses.
+
+use crate::param::Param;
+use crate::preset::{LatencyModel, MachinePreset};
+use rondpoint_model::topology::{InterconnectSpec, RouteSpec};
+use rondpoint_model::{
+    CpuId, Hmat, InterconnectOrigin, LlcDomain, Node, NodeId, Topology, TopologyError,
+};
+use thiserror::Error;
+
+/// What is wrong with a machine preset.
+#[derive(Debug, Error)]
+pub enum SpecError {
+    #[error("machine '{machine}': {what}")]
+    Invalid { machine: String, what: String },
+    #[error("machine '{machine}': {source}")]
+    Topology {
+        machine: String,
+        #[source]
+        source: TopologyError,
+    },
+}
+
+/// Mechanism costs, in nanoseconds or plain factors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostsNs {
+    pub migrate_page_ns: f64,
+    pub migrate_huge_page_ns: f64,
+    pub sample_interrupt_ns: f64,
+    pub hinting_fault_ns: f64,
+    pub replica_collapse_ns: f64,
+    pub replicated_fault_factor: f64,
+}
+
+/// One core the simulator can run a thread on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Core {
+    pub cpu: CpuId,
+    /// Dense node index.
+    pub node: usize,
+    /// Index into [`MachineSpec::topology`]'s LLC list.
+    pub llc: usize,
+}
+
+/// The simulated machine.
+#[derive(Clone, Debug)]
+pub struct MachineSpec {
+    pub name: String,
+    pub topology: Topology,
+    pub freq_ghz: f64,
+    pub llc_bytes: f64,
+    /// Memory per node (bytes), indexed densely.
+    pub mem_bytes: Vec<u64>,
+    /// Memory-controller bandwidth per node (bytes per ns = GB/s).
+    pub mc_bw: Vec<f64>,
+    /// Undirected links; directed link `2i` is `a -> b`, `2i + 1` is `b -> a`.
+    pub links: Vec<(usize, usize)>,
+    /// Bandwidth per direction of each undirected link (bytes per ns).
+    pub link_bw: Vec<f64>,
+    /// `idle_ns[s][d]`: unloaded latency from a CPU of node `s` to memory of node `d`.
+    pub idle_ns: Vec<Vec<f64>>,
+    /// `path[s][d]`: directed links crossed going from node `s` to node `d`.
+    pub path: Vec<Vec<Vec<usize>>>,
+    pub cores: Vec<Core>,
+    pub costs: CostsNs,
+}
+
+impl MachineSpec {
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        self.mem_bytes.len()
+    }
+
+    /// Number of directed links.
+    pub fn directed_links(&self) -> usize {
+        self.links.len() * 2
+    }
+
+    /// Cycles per nanosecond.
+    pub fn cycles_per_ns(&self) -> f64 {
+        self.freq_ghz
+    }
+
+    /// Checks a preset and derives the machine.
+    pub fn from_preset(p: &MachinePreset) -> Result<Self, SpecError> {
+        let bad = |what: String| SpecError::Invalid {
+            machine: p.name.clone(),
+            what,
+        };
+        let n = usize::from(p.nodes.get());
+        if n == 0 {
+            return Err(bad("nodes must be at least 1".into()));
+        }
+        positive(&p.freq_ghz, "freq_ghz").map_err(&bad)?;
+        positive(&p.mc_bandwidth_gbs, "mc_bandwidth_gbs").map_err(&bad)?;
+        positive(&p.link_bandwidth_gbs, "link_bandwidth_gbs").map_err(&bad)?;
+        if p.llc_bytes.get() == 0 {
+            return Err(bad("llc_bytes must be positive".into()));
+        }
+        let llcs_per_node = p.llcs_per_node.get().max(1);
+        let mut cores_of = vec![p.cores_per_node.get(); n];
+        let mut mem = vec![p.mem_bytes_per_node.get(); n];
+        let mut mc_bw = vec![p.mc_bandwidth_gbs.get(); n];
+        let mut local_override = vec![None; n];
+        for o in &p.node_overrides {
+            let i = usize::from(o.id);
+            if i >= n {
+                return Err(bad(format!(
+                    "[[node]] id = {} but the machine has {n} nodes",
+                    o.id
+                )));
+            }
+            if let Some(c) = &o.cores {
+                cores_of[i] = c.get();
+            }
+            if let Some(m) = &o.mem_bytes {
+                mem[i] = m.get();
+            }
+            if let Some(b) = &o.mc_bandwidth_gbs {
+                positive(b, "[[node]] mc_bandwidth_gbs").map_err(&bad)?;
+                mc_bw[i] = b.get();
+            }
+            local_override[i] = o.local_ns.as_ref().map(Param::get);
+        }
+        if cores_of.iter().all(|&c| c == 0) {
+            return Err(bad("the machine has no cores".into()));
+        }
+
+        // Topology: CPUs numbered node by node; LLCs split each node's cores evenly.
+        let mut nodes = Vec::with_capacity(n);
+        let mut llcs = Vec::new();
+        let mut cores = Vec::new();
+        let mut next_cpu = 0u32;
+        for (i, &c) in cores_of.iter().enumerate() {
+            let cpus: Vec<CpuId> = (next_cpu..next_cpu + c).map(CpuId).collect();
+            next_cpu += c;
+            if c > 0 {
+                let per = c.div_ceil(llcs_per_node) as usize;
+                for chunk in cpus.chunks(per) {
+                    let llc = llcs.len();
+                    for &cpu in chunk {
+                        cores.push(Core { cpu, node: i, llc });
+                    }
+                    llcs.push(LlcDomain {
+                        cpus: chunk.to_vec(),
+                        size_bytes: Some(p.llc_bytes.get()),
+                    });
+                }
+            }
+            nodes.push(Node {
+                id: NodeId(i as u16),
+                cpus,
+                mem_total_bytes: mem[i],
+                mem_free_bytes: mem[i],
+                hmat: Hmat::default(),
+            });
+        }
+        let topo_err = |source| SpecError::Topology {
+            machine: p.name.clone(),
+            source,
+        };
+        let mut topology =
+            Topology::new(nodes, p.distances.value().clone(), llcs).map_err(topo_err)?;
+        if p.links.is_some() || !p.routes.is_empty() {
+            let links = match &p.links {
+                Some(l) => l.value().clone(),
+                None => topology
+                    .interconnect()
+                    .links
+                    .iter()
+                    .map(|l| (l.a.0, l.b.0))
+                    .collect(),
+            };
+            let spec = InterconnectSpec {
+                links,
+                routes: p
+                    .routes
+                    .iter()
+                    .map(|r| RouteSpec {
+                        from: r.from,
+                        to: r.to,
+                        via: r.via.clone(),
+                    })
+                    .collect(),
+            };
+            topology = topology
+                .with_interconnect(
+                    &spec,
+                    InterconnectOrigin::File(format!("preset {}", p.name)),
+                )
+                .map_err(topo_err)?;
+        }
+        // Cores get their LLC index in the topology's (sorted) LLC order.
+        for core in &mut cores {
+            core.llc = topology
+                .llcs()
+                .iter()
+                .position(|l| l.cpus.contains(&core.cpu))
+                .unwrap_or(0);
+        }
+
+        let links: Vec<(usize, usize)> = topology
+            .interconnect()
+            .links
+            .iter()
+            .map(|l| (usize::from(l.a.0), usize::from(l.b.0)))
+            .collect();
+        let mut link_bw = vec![p.link_bandwidth_gbs.get(); links.len()];
+        for o in &p.link_overrides {
+            let key = (usize::from(o.a.min(o.b)), usize::from(o.a.max(o.b)));
+            let Some(i) = links.iter().position(|&l| l == key) else {
+                return Err(bad(format!(
+                    "[[link]] {}-{} is not a link of this machine",
+                    o.a, o.b
+                )));
+            };
+            positive(&o.bandwidth_gbs, "[[link]] bandwidth_gbs").map_err(&bad)?;
+            link_bw[i] = o.bandwidth_gbs.get();
+        }
+
+        let mut path = vec![vec![Vec::new(); n]; n];
+        for r in &topology.interconnect().routes {
+            let (s, d) = (usize::from(r.from.0), usize::from(r.to.0));
+            for w in r.path.windows(2) {
+                let (a, b) = (usize::from(w[0].0), usize::from(w[1].0));
+                let (lo, hi) = (a.min(b), a.max(b));
+                if let Some(i) = links.iter().position(|&l| l == (lo, hi)) {
+                    path[s][d].push(if a < b { 2 * i } else { 2 * i + 1 });
+                }
+            }
+        }
+
+        let idle_ns = match &p.latency {
+            LatencyModel::Matrix { ns } => {
+                let m = ns.value();
+                if m.len() != n || m.iter().any(|r| r.len() != n) {
+                    return Err(bad(format!("latency matrix must be {n} x {n}")));
+                }
+                if m.iter().flatten().any(|&v| !(v > 0.0 && v.is_finite())) {
+                    return Err(bad("latency matrix entries must be positive".into()));
+                }
+                m.clone()
+            }
+            LatencyModel::Hops {
+                local_ns,
+                hop_ns,
+                probe_hop_ns,
+            } => {
+                positive(local_ns, "latency.local_ns").map_err(&bad)?;
+                let hop = hop_ns.get();
+                let probe = probe_hop_ns.as_ref().map_or(0.0, Param::get);
+                if hop < 0.0 || probe < 0.0 {
+                    return Err(bad(
+                        "latency.hop_ns and probe_hop_ns must not be negative".into()
+                    ));
+                }
+                let hops = topology.hops();
+                let cpu_nodes: Vec<usize> = (0..n).filter(|&i| cores_of[i] > 0).collect();
+                (0..n)
+                    .map(|s| {
+                        (0..n)
+                            .map(|d| {
+                                let local = local_override[d].unwrap_or(local_ns.get());
+                                let ecc = cpu_nodes.iter().map(|&c| hops[d][c]).max().unwrap_or(0);
+                                (local + f64::from(hops[s][d]) * hop).max(probe * f64::from(ecc))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            }
+        };
+
+        let c = &p.costs;
+        Ok(MachineSpec {
+            name: p.name.clone(),
+            topology,
+            freq_ghz: p.freq_ghz.get(),
+            llc_bytes: p.llc_bytes.get() as f64,
+            mem_bytes: mem,
+            mc_bw,
+            links,
+            link_bw,
+            idle_ns,
+            path,
+            cores,
+            costs: CostsNs {
+                migrate_page_ns: c.migrate_page_us.get() * 1e3,
+                migrate_huge_page_ns: c.migrate_huge_page_us.get() * 1e3,
+                sample_interrupt_ns: c.sample_interrupt_us.get() * 1e3,
+                hinting_fault_ns: c.hinting_fault_us.get() * 1e3,
+                replica_collapse_ns: c.replica_collapse_us.get() * 1e3,
+                replicated_fault_factor: c.replicated_fault_factor.get(),
+            },
+        })
+    }
+}
+
+fn positive(p: &Param<f64>, name: &str) -> Result<(), String> {
+    let v = p.get();
+    if v > 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(format!("{name} must be a positive number, not {v}"))
+    }
+}

@@ -1,0 +1,416 @@
+//! Behaviour of the simulated machine: allocation policies and capacity, actions and their
+//! outcomes, what policies can see, determinism, and refusal of impossible scenarios.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
+use rondpoint_model::{
+    Action, MemPolicy, NodeId, Observation, OutcomeStatus, PageRange, PageSize, Pid, ProcessInfo,
+    Tid, Topology,
+};
+use rondpoint_policy::Policy;
+use rondpoint_sim::preset::MachinePreset;
+use rondpoint_sim::scenario::Scenario;
+use rondpoint_sim::spec::MachineSpec;
+use rondpoint_sim::{SimConfig, SimError, SimMachine};
+
+/// 4 nodes x 2 cores, 1 GiB each; distances make node 0's fallback order 0, 1, 2, 3.
+fn small() -> MachineSpec {
+    let p: MachinePreset = toml::from_str(
+        r#"
+name = "small"
+description = "test machine"
+nodes = 4
+cores_per_node = 2
+freq_ghz = 2.0
+llc_bytes = 4194304
+mem_bytes_per_node = 1073741824
+mc_bandwidth_gbs = 10.0
+link_bandwidth_gbs = 5.0
+distances = [[10, 16, 16, 22], [16, 10, 22, 16], [16, 22, 10, 16], [22, 16, 16, 10]]
+[latency]
+model = "hops"
+local_ns = 80.0
+hop_ns = 30.0
+"#,
+    )
+    .unwrap();
+    MachineSpec::from_preset(&p).unwrap()
+}
+
+fn scenario(threads: u32, size_mib: f64, first_touch: &str, extra: &str) -> Scenario {
+    toml::from_str(&format!(
+        r#"
+name = "t"
+description = "test"
+[[app]]
+name = "a"
+threads = {threads}
+instructions = 1e9
+cpi_base = 1.0
+mlp = 4.0
+mpki = 10.0
+mrc_ref_bytes = 1048576
+{extra}
+[[app.region]]
+name = "r"
+size_mib = {size_mib}
+first_touch = {first_touch}
+pattern = "shared-uniform"
+share = 1.0
+write_ratio = 0.1
+"#
+    ))
+    .unwrap()
+}
+
+fn start(m: &mut SimMachine, policy: MemPolicy) {
+    let out = m
+        .apply(&[Action::SetMemPolicy {
+            pid: Pid(1000),
+            policy,
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Applied);
+    m.observe(10_000_000).unwrap();
+}
+
+fn base_pages(mib: u64) -> u64 {
+    mib * 256
+}
+
+#[test]
+fn first_touch_spills_in_the_static_fallback_order() {
+    // 1.5 GiB touched from node 0: node 0 fills (less the OS reserve), the rest goes to node 1,
+    // the next in node 0's fallback order, not spread (004_3f7e99ce3837118e.txt, Figure 1).
+    let mut m = SimMachine::new(
+        small(),
+        &scenario(1, 1536.0, "\"main\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap();
+    start(&mut m, MemPolicy::Default);
+    let p = m.pages_per_node();
+    assert_eq!(p.iter().sum::<u64>(), base_pages(1536));
+    let cap = (1073741824.0 * 0.97 / 4096.0) as u64;
+    assert!(p[0] <= cap && p[0] > cap - 2, "{p:?}");
+    assert_eq!(p[1], base_pages(1536) - p[0]);
+    assert_eq!((p[2], p[3]), (0, 0));
+}
+
+#[test]
+fn interleave_bind_preferred_and_weighted() {
+    let mk = || {
+        SimMachine::new(
+            small(),
+            &scenario(1, 400.0, "\"main\"", ""),
+            SimConfig::default(),
+        )
+        .unwrap()
+    };
+    let all: Vec<NodeId> = (0..4).map(NodeId).collect();
+
+    let mut m = mk();
+    start(&mut m, MemPolicy::Interleave { nodes: all });
+    assert_eq!(m.pages_per_node(), vec![base_pages(100); 4]);
+
+    let mut m = mk();
+    start(
+        &mut m,
+        MemPolicy::Bind {
+            nodes: vec![NodeId(3)],
+        },
+    );
+    assert_eq!(m.pages_per_node(), vec![0, 0, 0, base_pages(400)]);
+
+    let mut m = mk();
+    start(
+        &mut m,
+        MemPolicy::PreferredMany {
+            nodes: vec![NodeId(2), NodeId(3)],
+        },
+    );
+    // Nearest of the preferred nodes to the toucher (node 0): node 2 (distance 16).
+    assert_eq!(m.pages_per_node(), vec![0, 0, base_pages(400), 0]);
+
+    let mut m = mk();
+    start(
+        &mut m,
+        MemPolicy::WeightedInterleave {
+            weights: vec![(NodeId(0), 3), (NodeId(1), 1)],
+        },
+    );
+    assert_eq!(
+        m.pages_per_node(),
+        vec![base_pages(300), base_pages(100), 0, 0]
+    );
+}
+
+#[test]
+fn partitioned_first_touch_puts_each_block_on_its_thread_node() {
+    let mut m = SimMachine::new(
+        small(),
+        &scenario(8, 800.0, "\"partitioned\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap();
+    start(&mut m, MemPolicy::Default);
+    // 8 threads spread round-robin over 4 nodes: each node gets two blocks of 100 MiB.
+    assert_eq!(m.pages_per_node(), vec![base_pages(200); 4]);
+}
+
+#[test]
+fn impossible_scenarios_are_explained() {
+    let err = SimMachine::new(
+        small(),
+        &scenario(9, 10.0, "\"main\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap_err();
+    let SimError::Impossible { what, .. } = err;
+    assert!(what.contains("wants 9 threads"), "{what}");
+    let err = SimMachine::new(
+        small(),
+        &scenario(1, 5000.0, "\"main\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap_err();
+    let SimError::Impossible { what, .. } = err;
+    assert!(what.contains("exceeds the memory"), "{what}");
+    let err = SimMachine::new(
+        small(),
+        &scenario(1, 10.0, "\"main\"", "placement = { node = 7 }"),
+        SimConfig::default(),
+    )
+    .unwrap_err();
+    let SimError::Impossible { what, .. } = err;
+    assert!(what.contains("node 7"), "{what}");
+}
+
+fn region_base(m: &SimMachine) -> u64 {
+    m.regions(Pid(1000))[0].1.start
+}
+
+#[test]
+fn migrate_interleave_and_their_outcomes() {
+    let mut m = SimMachine::new(
+        small(),
+        &scenario(1, 8.0, "\"main\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap();
+    start(&mut m, MemPolicy::Default);
+    let base = region_base(&m);
+    let range = PageRange::new(Pid(1000), base, 2048, PageSize::Base4K).unwrap();
+    let out = m
+        .apply(&[Action::MigratePages {
+            range,
+            to: NodeId(2),
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Applied);
+    assert_eq!(out[0].pages_done, 2048);
+    assert_eq!(out[0].bytes_copied, 8 << 20);
+    assert_eq!(m.pages_per_node(), vec![0, 0, 2048, 0]);
+    let out = m
+        .apply(&[Action::Interleave {
+            range,
+            nodes: (0..4).map(NodeId).collect(),
+        }])
+        .unwrap();
+    assert_eq!(out[0].pages_done, 2048);
+    assert_eq!(m.pages_per_node(), vec![512; 4]);
+    // A range past the region fails page by page with EFAULT; an unknown process is skipped.
+    let outside = PageRange::new(Pid(1000), base + (8 << 20), 4, PageSize::Base4K).unwrap();
+    let stray = PageRange::new(Pid(42), base, 1, PageSize::Base4K).unwrap();
+    let out = m
+        .apply(&[
+            Action::MigratePages {
+                range: outside,
+                to: NodeId(1),
+            },
+            Action::MigratePages {
+                range: stray,
+                to: NodeId(1),
+            },
+            Action::MigratePages {
+                range,
+                to: NodeId(9),
+            },
+        ])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Failed);
+    assert_eq!(out[0].failures, vec![("EFAULT".to_string(), 4)]);
+    assert_eq!(out[1].status, OutcomeStatus::Skipped);
+    assert_eq!(out[2].status, OutcomeStatus::Failed);
+}
+
+#[test]
+fn thp_regions_move_whole_huge_pages() {
+    let s: Scenario = {
+        let mut s = scenario(1, 8.0, "\"main\"", "");
+        s.apps[0].regions[0].page_size = PageSize::Huge2M;
+        s
+    };
+    let mut m = SimMachine::new(small(), &s, SimConfig::default()).unwrap();
+    start(&mut m, MemPolicy::Default);
+    let base = region_base(&m);
+    // A 4 KiB-granular interleave of a THP-backed region: every request lands on the huge page
+    // holding it, so each huge page ends on the node of the last request for it — not spread.
+    let small_pages = PageRange::new(Pid(1000), base, 2048, PageSize::Base4K).unwrap();
+    m.apply(&[Action::Interleave {
+        range: small_pages,
+        nodes: (0..4).map(NodeId).collect(),
+    }])
+    .unwrap();
+    assert_eq!(
+        m.pages_per_node(),
+        vec![0, 0, 0, 2048],
+        "all on the last request's node"
+    );
+    // At 2 MiB granularity the same request spreads the four huge pages.
+    let huge = PageRange::new(Pid(1000), base, 4, PageSize::Huge2M).unwrap();
+    m.apply(&[Action::Interleave {
+        range: huge,
+        nodes: (0..4).map(NodeId).collect(),
+    }])
+    .unwrap();
+    assert_eq!(m.pages_per_node(), vec![512; 4]);
+}
+
+#[test]
+fn replication_costs_memory_and_collapses_on_writes() {
+    let mut m = SimMachine::new(
+        small(),
+        &scenario(4, 4.0, "\"main\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap();
+    start(&mut m, MemPolicy::Default);
+    let base = region_base(&m);
+    let range = PageRange::new(Pid(1000), base, 1024, PageSize::Base4K).unwrap();
+    let free_before = m.observe(20_000_000).unwrap().memory[1].free_bytes;
+    let out = m
+        .apply(&[Action::Replicate {
+            range,
+            nodes: (0..4).map(NodeId).collect(),
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Applied);
+    assert_eq!(out[0].bytes_copied, 3 * (4 << 20));
+    let obs = m.observe(30_000_000).unwrap();
+    assert!(obs.memory[1].free_bytes <= free_before - (4 << 20) || m.totals().collapses > 0);
+    // The region is written (write_ratio 0.1): replicas collapse within a second.
+    m.observe(1_000_000_000).unwrap();
+    assert!(m.totals().collapses > 0);
+    assert_eq!(
+        m.pages_per_node().iter().sum::<u64>(),
+        1024,
+        "one copy per page again"
+    );
+}
+
+#[test]
+fn pin_thread_and_move_application() {
+    let mut m = SimMachine::new(
+        small(),
+        &scenario(2, 8.0, "\"main\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap();
+    start(&mut m, MemPolicy::Default);
+    let procs = m.processes();
+    let t0 = procs[0].threads[0].tid;
+    assert_eq!(procs[0].threads[0].node, NodeId(0));
+    // CPUs are numbered node by node: node 3 holds CPUs 6 and 7.
+    let out = m
+        .apply(&[Action::PinThread {
+            pid: Pid(1000),
+            tid: t0,
+            cpus: vec![rondpoint_model::CpuId(6)],
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Applied);
+    assert_eq!(m.processes()[0].threads[0].node, NodeId(3));
+    let out = m
+        .apply(&[Action::PinThread {
+            pid: Pid(1000),
+            tid: Tid(5),
+            cpus: vec![],
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Skipped);
+    let out = m
+        .apply(&[Action::MoveApplication {
+            pid: Pid(1000),
+            to: NodeId(2),
+            with_memory: true,
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Applied);
+    assert!(m.processes()[0].threads.iter().all(|t| t.node == NodeId(2)));
+    assert_eq!(m.pages_per_node(), vec![0, 0, 2048, 0]);
+}
+
+/// A policy that samples and remembers what it saw.
+struct Watcher {
+    period: Option<u64>,
+    samples: usize,
+    saw_counters: bool,
+}
+
+impl Policy for Watcher {
+    fn name(&self) -> &str {
+        "watcher"
+    }
+    fn start(&mut self, _: &Topology, _: &[ProcessInfo]) -> Vec<Action> {
+        Vec::new()
+    }
+    fn decide(&mut self, _: &Topology, o: &Observation) -> Vec<Action> {
+        self.samples += o.samples.len();
+        self.saw_counters |= o.counters.nodes.iter().any(|n| n.dram_accesses() > 0);
+        Vec::new()
+    }
+    fn sampling_period_cycles(&self) -> Option<u64> {
+        self.period
+    }
+}
+
+fn watch(period: Option<u64>, seed: u64) -> (Watcher, f64) {
+    let mut m = SimMachine::new(
+        small(),
+        &scenario(8, 64.0, "\"main\"", ""),
+        SimConfig {
+            seed,
+            ..SimConfig::default()
+        },
+    )
+    .unwrap();
+    let mut w = Watcher {
+        period,
+        samples: 0,
+        saw_counters: false,
+    };
+    rondpoint_engine::run(
+        &mut m,
+        &mut w,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    let t = m.now_ns();
+    (w, t)
+}
+
+#[test]
+fn samples_only_when_asked_and_runs_are_deterministic() {
+    let (quiet, t_quiet) = watch(None, 1);
+    assert_eq!(quiet.samples, 0);
+    assert!(quiet.saw_counters);
+    let (a, t_a) = watch(Some(65_000), 1);
+    let (b, t_b) = watch(Some(65_000), 1);
+    assert!(a.samples > 1000);
+    assert_eq!((a.samples, t_a), (b.samples, t_b), "same seed, same run");
+    assert!(t_a > t_quiet, "sampling interrupts cost time");
+}
