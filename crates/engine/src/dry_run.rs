@@ -1,7 +1,7 @@
 //! A machine wrapper that observes for real and applies nothing.
 
 use crate::Machine;
-use rondpoint_model::{Action, Observation, Outcome, ProcessInfo, Topology};
+use rondpoint_model::{Action, Observation, Outcome, ProcessInfo, SamplingRequest, Topology};
 
 /// Wraps a machine: observations pass through, actions are logged and reported as skipped.
 #[derive(Debug)]
@@ -56,7 +56,7 @@ impl<M: Machine> Machine for DryRun<M> {
         self.inner.finished()
     }
 
-    fn set_sampling_period(&mut self, cycles: Option<u64>) {
-        self.inner.set_sampling_period(cycles);
+    fn set_sampling(&mut self, request: &SamplingRequest) {
+        self.inner.set_sampling(request);
     }
 }

@@ -13,7 +13,9 @@ pub use clock::{Clock, VirtualClock, WallClock};
 pub use dry_run::DryRun;
 pub use limits::RateLimits;
 
-use rondpoint_model::{Action, Observation, Outcome, OutcomeStatus, ProcessInfo, Topology};
+use rondpoint_model::{
+    Action, Observation, Outcome, OutcomeStatus, ProcessInfo, SamplingRequest, Topology,
+};
 use rondpoint_policy::Policy;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,10 +41,9 @@ pub trait Machine {
     /// Whether every managed program has finished.
     fn finished(&self) -> bool;
 
-    /// Tells the backend how often the policy wants samples (cycles per sample per core), or
-    /// that it wants none.
-    fn set_sampling_period(&mut self, cycles: Option<u64>) {
-        let _ = cycles;
+    /// Tells the backend which samples the policy wants from now on.
+    fn set_sampling(&mut self, request: &SamplingRequest) {
+        let _ = request;
     }
 }
 
@@ -147,7 +148,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     }
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
     let mut acct = Accounting::default();
-    machine.set_sampling_period(policy.sampling_period_cycles());
+    machine.set_sampling(&policy.sampling());
 
     let start = policy.start(machine.topology(), &machine.processes());
     let outcomes = machine.apply(&start).map_err(boxed)?;
@@ -162,7 +163,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         let observation = machine.observe(until).map_err(boxed)?;
         acct.samples_seen += observation.samples.len() as u64;
         let wanted = policy.decide(machine.topology(), &observation);
-        machine.set_sampling_period(policy.sampling_period_cycles());
+        machine.set_sampling(&policy.sampling());
         let (admitted, refused) = config.limits.admit(wanted);
         let mut outcomes = machine.apply(&admitted).map_err(boxed)?;
         for (a, o) in admitted.iter().zip(&outcomes) {

@@ -12,6 +12,7 @@ pub mod ids;
 pub mod observation;
 pub mod page;
 pub mod sample;
+pub mod sampling;
 pub mod synthetic;
 pub mod topology;
 
@@ -21,6 +22,7 @@ pub use ids::{CpuId, NodeId, Pid, Tid};
 pub use observation::{NodeMemory, Observation, ProcessInfo, ThreadInfo};
 pub use page::{PageRange, PageSize};
 pub use sample::{AccessKind, Sample, SampleSource};
+pub use sampling::{HintingScan, SamplingRequest};
 pub use topology::{
     Hmat, HmatPerf, Interconnect, InterconnectOrigin, Link, LlcDomain, Node, NodeClass, Route,
     Topology, TopologyError,

@@ -4,7 +4,7 @@
 
 pub mod baseline;
 
-use rondpoint_model::{Action, Observation, ProcessInfo, Topology};
+use rondpoint_model::{Action, Observation, ProcessInfo, SamplingRequest, Topology};
 use thiserror::Error;
 
 /// A placement policy.
@@ -21,10 +21,10 @@ pub trait Policy {
     /// Decisions at the end of an epoch.
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action>;
 
-    /// Sampling period the policy wants (cycles between samples per core), or `None` when it
-    /// reads no samples (the backend then does not pay for sampling).
-    fn sampling_period_cycles(&self) -> Option<u64> {
-        None
+    /// The samples the policy wants now (asked again after every decision, so a policy can
+    /// adapt its rates). The default asks for none, and the backend then pays nothing.
+    fn sampling(&self) -> SamplingRequest {
+        SamplingRequest::NONE
     }
 }
 

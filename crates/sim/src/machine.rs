@@ -17,9 +17,9 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_engine::Machine;
 use rondpoint_model::{
-    AccessKind, Action, Counters, CpuId, LinkCounters, MemPolicy, NodeCounters, NodeId, NodeMemory,
-    Observation, Outcome, OutcomeStatus, PageRange, PageSize, Pid, ProcessInfo, Sample,
-    SampleSource, ThreadCounters, ThreadInfo, Tid, Topology,
+    AccessKind, Action, Counters, CpuId, HintingScan, LinkCounters, MemPolicy, NodeCounters,
+    NodeId, NodeMemory, Observation, Outcome, OutcomeStatus, PageRange, PageSize, Pid, ProcessInfo,
+    Sample, SampleSource, SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use thiserror::Error;
 
@@ -104,6 +104,9 @@ struct App {
     mempolicy: MemPolicy,
     allocated: bool,
     interleave_cursor: usize,
+    /// Hinting-fault scanner: next (region, page), and bytes it may still scan.
+    scan_cursor: (usize, usize),
+    scan_credit: f64,
     done_ns: Option<f64>,
 }
 
@@ -147,6 +150,10 @@ pub struct Totals {
     /// Time threads spent on mechanisms: migrations, samples, collapses, refills (ns).
     pub overhead_ns: f64,
     pub samples: u64,
+    /// Hinting faults taken (each one a sample of the hinting-fault kind).
+    pub hinting_faults: u64,
+    /// Bytes of address space the hinting-fault scanner protected.
+    pub scanned_bytes: f64,
     pub collapses: u64,
     /// Pages (4 KiB units) placed by an interleaving allocation policy.
     pub alloc_interleaved_pages: u64,
@@ -165,7 +172,7 @@ pub struct SimMachine {
     /// Bytes free per node.
     free: Vec<f64>,
     warm: Option<Vec<f64>>,
-    sampling_period: Option<u64>,
+    sampling: SamplingRequest,
     rng: Pcg64Mcg,
     /// Background utilisation per resource for the next step (page copies).
     background: Vec<f64>,
@@ -293,7 +300,7 @@ impl SimMachine {
             epoch: 0,
             now_ns: 0.0,
             warm: None,
-            sampling_period: None,
+            sampling: SamplingRequest::NONE,
             spec,
             config,
             apps,
@@ -685,7 +692,7 @@ impl SimMachine {
                     }
                 }
             }
-            if let Some(period) = self.sampling_period {
+            if let Some(period) = self.sampling.period_cycles.filter(|&p| p > 0) {
                 self.take_samples(t, busy * f, period as f64, lat * f);
             }
             let _ = llc_core;
@@ -701,6 +708,13 @@ impl SimMachine {
             self.copy_bytes[k] = (self.copy_bytes[k] - 0.9 * cap).max(0.0);
         }
         self.collapse_written_replicas(dt);
+        if let Some(scan) = self
+            .sampling
+            .hinting
+            .filter(|s| s.period_ms > 0 && s.scan_bytes > 0)
+        {
+            self.hinting_scan(dt, scan);
+        }
         for ai in 0..self.apps.len() {
             if self.apps[ai].done_ns.is_none()
                 && self.apps[ai].allocated
@@ -744,15 +758,6 @@ impl SimMachine {
             self.spec.cores[th.core].cpu,
         );
         for _ in 0..count {
-            self.e_samples_offered += 1;
-            // Reservoir sampling keeps a uniform subset when over the cap.
-            let keep_at = if self.e_samples.len() < self.config.max_samples_per_epoch {
-                Some(self.e_samples.len())
-            } else {
-                let j = self.rng.random_range(0..self.e_samples_offered) as usize;
-                (j < self.config.max_samples_per_epoch).then_some(j)
-            };
-            let Some(slot) = keep_at else { continue };
             let mut x = self.rng.random::<f64>() * total_w;
             let mut pick = blocks[0];
             for &b in &blocks {
@@ -797,11 +802,132 @@ impl SimMachine {
                 latency_cycles: Some(latency_cycles.round() as u32),
                 dram: Some(true),
             };
-            if slot == self.e_samples.len() {
-                self.e_samples.push(sample);
-            } else {
-                self.e_samples[slot] = sample;
+            self.keep_sample(sample);
+        }
+    }
+
+    /// Keeps a sample, or a uniform subset once the epoch's cap is reached (reservoir sampling).
+    fn keep_sample(&mut self, sample: Sample) {
+        self.e_samples_offered += 1;
+        let cap = self.config.max_samples_per_epoch;
+        if self.e_samples.len() < cap {
+            self.e_samples.push(sample);
+        } else {
+            let j = self.rng.random_range(0..self.e_samples_offered) as usize;
+            if j < cap {
+                self.e_samples[j] = sample;
             }
+        }
+    }
+
+    /// Linux's NUMA hinting-fault scanner (task_numa_work): each period it revokes access to
+    /// the next `scan_bytes` of every process's address space, cyclically; the first access to
+    /// a revoked page faults and records which CPU touched it. Here a scanned page faults
+    /// within the period with the probability that some thread touches it (Poisson, from each
+    /// thread's DRAM access rate to that page), from the thread drawn in proportion to its
+    /// rate. Costs: the protection change per MiB scanned, and one fault per sample, both
+    /// charged to the application's threads.
+    fn hinting_scan(&mut self, dt: f64, scan: HintingScan) {
+        let period_ns = scan.period_ms as f64 * 1e6;
+        let f = self.spec.cycles_per_ns();
+        for ai in 0..self.apps.len() {
+            if !self.apps[ai].allocated || self.apps[ai].done_ns.is_some() {
+                continue;
+            }
+            // Per running thread: its DRAM access rate and the blocks it uses.
+            type Runner = (usize, f64, Vec<(usize, usize, f64)>);
+            let runners: Vec<Runner> = self.apps[ai]
+                .threads
+                .iter()
+                .copied()
+                .filter(|&t| self.threads[t].done_ns.is_none())
+                .map(|t| {
+                    let shares = self.current_shares(t);
+                    (t, self.threads[t].llc_pressure, self.blocks_of(t, &shares))
+                })
+                .collect();
+            if runners.is_empty() {
+                continue;
+            }
+            self.apps[ai].scan_credit += scan.scan_bytes as f64 * dt / period_ns;
+            let mut scanned = 0.0;
+            let mut rates = vec![0.0; runners.len()];
+            loop {
+                let (ri, page) = self.apps[ai].scan_cursor;
+                let region = &self.apps[ai].regions[ri];
+                let (bytes, len, allocated) = (
+                    region.page_size.bytes() as f64,
+                    region.len(),
+                    region.node_of(page) != UNALLOCATED,
+                );
+                let (b, base, page_size) = (region.block_of(page), region.base, region.page_size);
+                let total = region.block_total(b);
+                let w = if total > 0.0 {
+                    region.weight(page) / total
+                } else {
+                    0.0
+                };
+                if self.apps[ai].scan_credit < bytes {
+                    break;
+                }
+                self.apps[ai].scan_credit -= bytes;
+                scanned += bytes;
+                self.apps[ai].scan_cursor = if page + 1 < len {
+                    (ri, page + 1)
+                } else {
+                    ((ri + 1) % self.apps[ai].regions.len(), 0)
+                };
+                if !allocated || w <= 0.0 {
+                    continue;
+                }
+                let mut sum = 0.0;
+                for (k, (_, rate, blocks)) in runners.iter().enumerate() {
+                    let share: f64 = blocks
+                        .iter()
+                        .filter(|&&(r, bb, _)| r == ri && bb == b)
+                        .map(|x| x.2)
+                        .sum();
+                    rates[k] = rate * share * w;
+                    sum += rates[k];
+                }
+                if sum <= 0.0 || self.rng.random::<f64>() >= 1.0 - (-sum * period_ns).exp() {
+                    continue;
+                }
+                let mut x = self.rng.random::<f64>() * sum;
+                let mut pick = 0;
+                for (k, &r) in rates.iter().enumerate() {
+                    pick = k;
+                    if x < r {
+                        break;
+                    }
+                    x -= r;
+                }
+                let t = runners[pick].0;
+                let write = self.rng.random::<f64>() < self.apps[ai].models[ri].write_ratio;
+                let sample = Sample {
+                    pid: self.apps[ai].pid,
+                    tid: self.threads[t].tid,
+                    cpu: self.spec.cores[self.threads[t].core].cpu,
+                    node: NodeId(self.node_of_thread(t) as u16),
+                    addr: base + page as u64 * page_size.bytes(),
+                    page_size,
+                    kind: if write {
+                        AccessKind::Write
+                    } else {
+                        AccessKind::Read
+                    },
+                    source: SampleSource::HintingFault,
+                    latency_cycles: Some((self.threads[t].latency_ns * f).round() as u32),
+                    dram: None,
+                };
+                self.keep_sample(sample);
+                self.threads[t].stall_ns += self.spec.costs.hinting_fault_ns;
+                self.totals.overhead_ns += self.spec.costs.hinting_fault_ns;
+                self.totals.hinting_faults += 1;
+            }
+            self.totals.scanned_bytes += scanned;
+            let cost = scanned / 1_048_576.0 * self.spec.costs.numa_scan_ns_per_mib;
+            self.charge_app(ai, cost);
         }
     }
 
@@ -1555,6 +1681,8 @@ fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<Ap
         mempolicy: MemPolicy::Default,
         allocated: false,
         interleave_cursor: 0,
+        scan_cursor: (0, 0),
+        scan_credit: 0.0,
         done_ns: None,
     })
 }
@@ -1630,7 +1758,7 @@ impl Machine for SimMachine {
         self.apps.iter().all(|a| a.done_ns.is_some())
     }
 
-    fn set_sampling_period(&mut self, cycles: Option<u64>) {
-        self.sampling_period = cycles.filter(|&c| c > 0);
+    fn set_sampling(&mut self, request: &SamplingRequest) {
+        self.sampling = *request;
     }
 }

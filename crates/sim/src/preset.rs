@@ -138,8 +138,8 @@ pub struct Costs {
     pub hinting_fault_us: Param<f64>,
     /// Collapsing one replicated page after a write (µs).
     pub replica_collapse_us: Param<f64>,
-    /// Extra cost of a page fault in a process with replicated page tables (multiplier).
-    pub replicated_fault_factor: Param<f64>,
+    /// Revoking access to 1 MiB of address space for hinting-fault scanning (µs).
+    pub numa_scan_us_per_mib: Param<f64>,
 }
 
 impl Default for Costs {
@@ -168,10 +168,10 @@ impl Default for Costs {
                 300.0,
                 "'hundreds of microseconds' per collapse, 000_4074eef64cabe9e6.txt section 4.4",
             ),
-            replicated_fault_factor: Param::sourced(
-                2.0,
-                "page faults dearer with replicated page tables, 000_4074eef64cabe9e6.txt \
-                 section 4.4; factor chosen",
+            numa_scan_us_per_mib: Param::sourced(
+                10.0,
+                "change_prot_numa over 256 PTEs plus a TLB flush; chosen, order of magnitude \
+                 (the kernel scans 256 MB per period in the task's own context)",
             ),
         }
     }

@@ -31,7 +31,7 @@ pub struct CostsNs {
     pub sample_interrupt_ns: f64,
     pub hinting_fault_ns: f64,
     pub replica_collapse_ns: f64,
-    pub replicated_fault_factor: f64,
+    pub numa_scan_ns_per_mib: f64,
 }
 
 /// One core the simulator can run a thread on.
@@ -291,7 +291,7 @@ impl MachineSpec {
                 sample_interrupt_ns: c.sample_interrupt_us.get() * 1e3,
                 hinting_fault_ns: c.hinting_fault_us.get() * 1e3,
                 replica_collapse_ns: c.replica_collapse_us.get() * 1e3,
-                replicated_fault_factor: c.replicated_fault_factor.get(),
+                numa_scan_ns_per_mib: c.numa_scan_us_per_mib.get() * 1e3,
             },
         })
     }

@@ -5,8 +5,8 @@
 
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
 use rondpoint_model::{
-    Action, MemPolicy, NodeId, Observation, OutcomeStatus, PageRange, PageSize, Pid, ProcessInfo,
-    Tid, Topology,
+    Action, HintingScan, MemPolicy, NodeId, Observation, OutcomeStatus, PageRange, PageSize, Pid,
+    ProcessInfo, SampleSource, SamplingRequest, Tid, Topology,
 };
 use rondpoint_policy::Policy;
 use rondpoint_sim::preset::MachinePreset;
@@ -354,8 +354,9 @@ fn pin_thread_and_move_application() {
 
 /// A policy that samples and remembers what it saw.
 struct Watcher {
-    period: Option<u64>,
+    request: SamplingRequest,
     samples: usize,
+    hinting: usize,
     saw_counters: bool,
 }
 
@@ -368,15 +369,20 @@ impl Policy for Watcher {
     }
     fn decide(&mut self, _: &Topology, o: &Observation) -> Vec<Action> {
         self.samples += o.samples.len();
+        self.hinting += o
+            .samples
+            .iter()
+            .filter(|s| s.source == SampleSource::HintingFault)
+            .count();
         self.saw_counters |= o.counters.nodes.iter().any(|n| n.dram_accesses() > 0);
         Vec::new()
     }
-    fn sampling_period_cycles(&self) -> Option<u64> {
-        self.period
+    fn sampling(&self) -> SamplingRequest {
+        self.request
     }
 }
 
-fn watch(period: Option<u64>, seed: u64) -> (Watcher, f64) {
+fn watch(request: SamplingRequest, seed: u64) -> (Watcher, f64, u64) {
     let mut m = SimMachine::new(
         small(),
         &scenario(8, 64.0, "\"main\"", ""),
@@ -387,8 +393,9 @@ fn watch(period: Option<u64>, seed: u64) -> (Watcher, f64) {
     )
     .unwrap();
     let mut w = Watcher {
-        period,
+        request,
         samples: 0,
+        hinting: 0,
         saw_counters: false,
     };
     rondpoint_engine::run(
@@ -399,18 +406,58 @@ fn watch(period: Option<u64>, seed: u64) -> (Watcher, f64) {
         |_| {},
     )
     .unwrap();
-    let t = m.now_ns();
-    (w, t)
+    (w, m.now_ns(), m.totals().scanned_bytes as u64)
+}
+
+fn ibs(period: u64) -> SamplingRequest {
+    SamplingRequest {
+        period_cycles: Some(period),
+        hinting: None,
+    }
 }
 
 #[test]
 fn samples_only_when_asked_and_runs_are_deterministic() {
-    let (quiet, t_quiet) = watch(None, 1);
+    let (quiet, t_quiet, _) = watch(SamplingRequest::NONE, 1);
     assert_eq!(quiet.samples, 0);
     assert!(quiet.saw_counters);
-    let (a, t_a) = watch(Some(65_000), 1);
-    let (b, t_b) = watch(Some(65_000), 1);
+    let (a, t_a, _) = watch(ibs(65_000), 1);
+    let (b, t_b, _) = watch(ibs(65_000), 1);
     assert!(a.samples > 1000);
+    assert_eq!(a.hinting, 0);
     assert_eq!((a.samples, t_a), (b.samples, t_b), "same seed, same run");
     assert!(t_a > t_quiet, "sampling interrupts cost time");
+    // Four times the period, about a quarter of the samples.
+    let (c, _, _) = watch(ibs(260_000), 1);
+    let ratio = a.samples as f64 / c.samples as f64;
+    assert!((3.5..4.5).contains(&ratio), "{ratio}");
+}
+
+#[test]
+fn hinting_faults_follow_the_scan_rate() {
+    // 64 MiB region, 16 MiB scanned per 100 ms: the whole region every 400 ms, and every page
+    // of a region all threads use uniformly is touched within a period, so about one fault per
+    // scanned page.
+    let scan = SamplingRequest {
+        period_cycles: None,
+        hinting: Some(HintingScan {
+            scan_bytes: 16 << 20,
+            period_ms: 100,
+        }),
+    };
+    let (w, t, scanned) = watch(scan, 3);
+    let (_, t_quiet, _) = watch(SamplingRequest::NONE, 3);
+    let expected_scanned = (16u64 << 20) as f64 * t / 1e8;
+    assert!(
+        (scanned as f64 - expected_scanned).abs() < 0.02 * expected_scanned + 4096.0,
+        "{scanned} vs {expected_scanned}"
+    );
+    assert_eq!(w.samples, w.hinting, "only hinting-fault samples");
+    let pages = scanned / 4096;
+    assert!(
+        w.hinting as u64 > pages * 9 / 10 && w.hinting as u64 <= pages,
+        "{} of {pages}",
+        w.hinting
+    );
+    assert!(t > t_quiet, "faults and scanning cost time");
 }

@@ -1,0 +1,32 @@
+//! What a policy asks the backend to sample.
+
+use serde::{Deserialize, Serialize};
+
+/// NUMA hinting-fault scanning, as Linux's automatic NUMA balancing does it: every `period_ms`
+/// the kernel revokes access to the next `scan_bytes` of each managed process's address space,
+/// and the next access to each of those pages faults, telling which CPU touched which page.
+/// Linux scans 256 MB per period (`kernel.numa_balancing_scan_size_mb`), with a period between
+/// 1 s and 60 s (`numa_balancing_scan_period_{min,max}_ms`; Documentation/admin-guide/sysctl/
+/// kernel.rst).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HintingScan {
+    pub scan_bytes: u64,
+    pub period_ms: u64,
+}
+
+/// Samples a policy wants. The default asks for none, and a backend then pays nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplingRequest {
+    /// Instruction/memory-access sampling (IBS, PEBS): one sample per this many cycles per core.
+    pub period_cycles: Option<u64>,
+    /// Hinting-fault sampling.
+    pub hinting: Option<HintingScan>,
+}
+
+impl SamplingRequest {
+    /// Nothing to sample.
+    pub const NONE: SamplingRequest = SamplingRequest {
+        period_cycles: None,
+        hinting: None,
+    };
+}
