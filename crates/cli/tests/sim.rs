@@ -3,27 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
+mod common;
+
+use common::{rondpoint, stdout};
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::PathBuf;
-
-fn rondpoint(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("rondpoint").unwrap();
-    cmd.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .args(args);
-    cmd
-}
-
-fn stdout(args: &[&str]) -> String {
-    let out = rondpoint(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    String::from_utf8(out).unwrap()
-}
 
 #[test]
 fn table_matches_golden_file() {

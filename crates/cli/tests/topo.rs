@@ -3,10 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use assert_cmd::Command;
+mod common;
+
+use common::{rondpoint, stdout};
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::PathBuf;
 
 const FIXTURES: [&str; 6] = [
     "vm-1node",
@@ -16,28 +17,6 @@ const FIXTURES: [&str; 6] = [
     "xeon-2s-cxl",
     "aws-m5a-24xlarge",
 ];
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `rondpoint ARGS...` run from the workspace root, so fixture paths are relative and the
-/// output is the same on every checkout.
-fn rondpoint(args: &[&str]) -> Command {
-    let mut cmd = Command::cargo_bin("rondpoint").unwrap();
-    cmd.current_dir(workspace()).args(args);
-    cmd
-}
-
-fn stdout(args: &[&str]) -> String {
-    let out = rondpoint(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    String::from_utf8(out).unwrap()
-}
 
 fn topo_json(fixture: &str) -> Value {
     let root = format!("fixtures/sysfs/{fixture}");

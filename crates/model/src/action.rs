@@ -120,6 +120,56 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// An action that moves no pages, done in full.
+    pub fn applied(action: usize) -> Self {
+        Self {
+            action,
+            status: OutcomeStatus::Applied,
+            pages_requested: 0,
+            pages_done: 0,
+            bytes_copied: 0,
+            failures: Vec::new(),
+            note: None,
+        }
+    }
+
+    /// An action that could not be done at all, and why.
+    pub fn failed(action: usize, why: impl Into<String>) -> Self {
+        Self {
+            status: OutcomeStatus::Failed,
+            note: Some(why.into()),
+            ..Self::applied(action)
+        }
+    }
+
+    /// A page action's outcome, its status derived from the counts: applied when nothing
+    /// failed, failed when nothing was done, partial otherwise.
+    pub fn for_pages(
+        action: usize,
+        pages_requested: u64,
+        pages_done: u64,
+        bytes_copied: u64,
+        failures: Vec<(String, u64)>,
+    ) -> Self {
+        let failed: u64 = failures.iter().map(|f| f.1).sum();
+        let status = if failed == 0 {
+            OutcomeStatus::Applied
+        } else if pages_done == 0 {
+            OutcomeStatus::Failed
+        } else {
+            OutcomeStatus::Partial
+        };
+        Self {
+            action,
+            status,
+            pages_requested,
+            pages_done,
+            bytes_copied,
+            failures,
+            note: None,
+        }
+    }
+
     /// An outcome for an action that was not attempted.
     pub fn skipped(action: usize, pages_requested: u64, why: impl Into<String>) -> Self {
         Self {
@@ -153,5 +203,21 @@ mod tests {
         assert_eq!(serde_json::from_str::<Action>(&json).unwrap(), a);
         assert_eq!(a.pid(), Pid(7));
         assert_eq!(a.technique(), "migrate");
+    }
+
+    #[test]
+    fn page_outcome_status_follows_counts() {
+        let f = |done, failed| {
+            let failures = if failed > 0 {
+                vec![("EBUSY".to_string(), failed)]
+            } else {
+                vec![]
+            };
+            Outcome::for_pages(0, done + failed, done, 0, failures).status
+        };
+        assert_eq!(f(4, 0), OutcomeStatus::Applied);
+        assert_eq!(f(0, 4), OutcomeStatus::Failed);
+        assert_eq!(f(2, 2), OutcomeStatus::Partial);
+        assert_eq!(Outcome::failed(3, "x").status, OutcomeStatus::Failed);
     }
 }

@@ -629,16 +629,14 @@ impl SimMachine {
         self.totals.solver_iterations += u64::from(sol.iterations);
         self.warm = Some(sol.queue.clone());
 
-        let mut link_rate = vec![0.0; self.spec.directed_links()];
         for (ci, &t) in active.iter().enumerate() {
-            let (mpki, mix, w, h, llc_core) = {
+            let (mpki, mix, w, h) = {
                 let th = &self.threads[t];
                 (
                     th.mpki,
                     th.mix.clone(),
                     th.write_ratio,
                     self.node_of_thread(t),
-                    th.core,
                 )
             };
             let app_cpi = self.apps[self.threads[t].app].cpi_base;
@@ -682,20 +680,17 @@ impl SimMachine {
                         let b = acc * (LINE + HEADER + HEADER * w);
                         self.e_link_bytes[l] += b;
                         self.totals.link_bytes[l] += b;
-                        link_rate[l] += b;
                     }
                     for &l in &self.spec.path[h][d] {
                         let b = acc * (HEADER + (LINE + HEADER) * w);
                         self.e_link_bytes[l] += b;
                         self.totals.link_bytes[l] += b;
-                        link_rate[l] += b;
                     }
                 }
             }
             if let Some(period) = self.sampling.period_cycles.filter(|&p| p > 0) {
                 self.take_samples(t, busy * f, period as f64, lat * f);
             }
-            let _ = llc_core;
         }
         // Copies queued by actions load the resources during the next step.
         for k in 0..resources {
@@ -1080,22 +1075,7 @@ impl SimMachine {
             self.charge_app(ai, fixed_ns);
             self.mark_app_dirty(ai);
         }
-        let failed: u64 = failures.iter().map(|f| f.1).sum();
-        Outcome {
-            action: index,
-            status: if failed == 0 {
-                OutcomeStatus::Applied
-            } else if done == 0 {
-                OutcomeStatus::Failed
-            } else {
-                OutcomeStatus::Partial
-            },
-            pages_requested: range.count,
-            pages_done: done,
-            bytes_copied: copied,
-            failures,
-            note: None,
-        }
+        Outcome::for_pages(index, range.count, done, copied, failures)
     }
 
     fn node_index(&self, id: NodeId) -> Option<usize> {
@@ -1103,16 +1083,7 @@ impl SimMachine {
     }
 
     fn apply_one(&mut self, index: usize, action: &Action) -> Outcome {
-        let n = self.spec.nodes();
-        let failed = |why: String| Outcome {
-            action: index,
-            status: OutcomeStatus::Failed,
-            pages_requested: 0,
-            pages_done: 0,
-            bytes_copied: 0,
-            failures: vec![],
-            note: Some(why),
-        };
+        let failed = |why: String| Outcome::failed(index, why);
         match action {
             Action::SetMemPolicy { pid, policy } => {
                 let Some(ai) = self.app_of(*pid) else {
@@ -1125,8 +1096,7 @@ impl SimMachine {
                     return failed(format!("{bad} does not exist"));
                 }
                 self.apps[ai].mempolicy = policy.clone();
-                let mut o = Outcome::skipped(index, 0, "");
-                o.status = OutcomeStatus::Applied;
+                let mut o = Outcome::applied(index);
                 o.note = if self.apps[ai].allocated {
                     Some("applies to allocations from now on".into())
                 } else {
@@ -1195,25 +1165,12 @@ impl SimMachine {
                     self.charge_app(ai, done as f64 * self.spec.costs.migrate_page_ns);
                     self.mark_app_dirty(ai);
                 }
-                Outcome {
-                    action: index,
-                    status: if nomem == 0 {
-                        OutcomeStatus::Applied
-                    } else if done == 0 {
-                        OutcomeStatus::Failed
-                    } else {
-                        OutcomeStatus::Partial
-                    },
-                    pages_requested: range.count,
-                    pages_done: done,
-                    bytes_copied: copied,
-                    failures: if nomem > 0 {
-                        vec![("ENOMEM".into(), nomem)]
-                    } else {
-                        vec![]
-                    },
-                    note: None,
-                }
+                let failures = if nomem > 0 {
+                    vec![("ENOMEM".into(), nomem)]
+                } else {
+                    vec![]
+                };
+                Outcome::for_pages(index, range.count, done, copied, failures)
             }
             Action::PinThread { pid, tid, cpus } => {
                 let Some(t) = self
@@ -1235,10 +1192,7 @@ impl SimMachine {
                     return failed("every allowed CPU is busy or does not exist".into());
                 };
                 self.move_thread(t, core);
-                let mut o = Outcome::skipped(index, 0, "");
-                o.status = OutcomeStatus::Applied;
-                o.note = None;
-                o
+                Outcome::applied(index)
             }
             Action::MoveApplication {
                 pid,
@@ -1277,9 +1231,7 @@ impl SimMachine {
                 for (&t, &c) in threads.iter().zip(&free_cores) {
                     self.move_thread(t, c);
                 }
-                let mut outcome = Outcome::skipped(index, 0, "");
-                outcome.status = OutcomeStatus::Applied;
-                outcome.note = None;
+                let mut outcome = Outcome::applied(index);
                 if *with_memory {
                     let ranges: Vec<PageRange> = self.apps[ai]
                         .regions
@@ -1300,7 +1252,6 @@ impl SimMachine {
                         outcome.status = OutcomeStatus::Partial;
                     }
                 }
-                let _ = n;
                 outcome
             }
         }
