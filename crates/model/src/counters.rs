@@ -41,6 +41,8 @@ pub struct ThreadCounters {
     pub llc_misses: u64,
     /// DRAM accesses the thread made (local and remote).
     pub dram_accesses: u64,
+    /// Of those, writes (write-backs of lines it modified).
+    pub dram_writes: u64,
 }
 
 /// Traffic over one interconnect link in one epoch, both directions.

@@ -19,7 +19,7 @@ pub mod topology;
 pub use action::{Action, MemPolicy, Outcome, OutcomeStatus};
 pub use counters::{Counters, LinkCounters, NodeCounters, ThreadCounters};
 pub use ids::{CpuId, NodeId, Pid, Tid};
-pub use observation::{NodeMemory, Observation, ProcessInfo, ThreadInfo};
+pub use observation::{AccessTruth, Collapse, NodeMemory, Observation, ProcessInfo, ThreadInfo};
 pub use page::{PageRange, PageSize};
 pub use sample::{AccessKind, Sample, SampleSource};
 pub use sampling::{HintingScan, SamplingRequest};

@@ -2,6 +2,7 @@
 
 use crate::counters::Counters;
 use crate::ids::{CpuId, NodeId, Pid, Tid};
+use crate::page::PageRange;
 use crate::sample::Sample;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,27 @@ pub struct ProcessInfo {
     pub resident_bytes_by_node: Vec<u64>,
 }
 
+/// Writes to replicated pages that forced a collapse to one copy during the epoch (a backend
+/// that cannot replicate never reports any).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collapse {
+    pub page: PageRange,
+    pub count: u32,
+}
+
+/// The true access rates to a block of pages, per accessing node. Given only by a simulator,
+/// and only when the policy asks ([`crate::SamplingRequest::truth`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AccessTruth {
+    pub range: PageRange,
+    /// DRAM accesses per second to the block from CPUs of each node (dense node index).
+    pub accesses_per_s_by_node: Vec<f64>,
+    /// Share of those accesses that are writes.
+    pub write_fraction: f64,
+    /// Pages of the block on each node (dense node index; replicas count on each node).
+    pub pages_by_node: Vec<u64>,
+}
+
 /// One epoch's view of the machine.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
@@ -47,4 +69,10 @@ pub struct Observation {
     pub samples: Vec<Sample>,
     pub memory: Vec<NodeMemory>,
     pub processes: Vec<ProcessInfo>,
+    /// Replica collapses seen this epoch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collapses: Vec<Collapse>,
+    /// Ground truth, for the oracle only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truth: Option<Vec<AccessTruth>>,
 }

@@ -47,6 +47,9 @@ pub struct Sample {
     pub latency_cycles: Option<u32>,
     /// Whether the access missed every cache and went to DRAM, when known.
     pub dram: Option<bool>,
+    /// The node holding the data, when the sampler knows it (IBS gives the physical address;
+    /// the page-fault sampler can ask move_pages).
+    pub home_node: Option<NodeId>,
 }
 
 impl Sample {

@@ -21,6 +21,10 @@ pub struct SamplingRequest {
     pub period_cycles: Option<u64>,
     /// Hinting-fault sampling.
     pub hinting: Option<HintingScan>,
+    /// Ground truth (true access rates per block of pages). Only a simulator has it; only the
+    /// oracle policy asks, to show how far a real policy is from the limit.
+    #[serde(default)]
+    pub truth: bool,
 }
 
 impl SamplingRequest {
@@ -28,5 +32,6 @@ impl SamplingRequest {
     pub const NONE: SamplingRequest = SamplingRequest {
         period_cycles: None,
         hinting: None,
+        truth: false,
     };
 }

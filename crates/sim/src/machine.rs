@@ -17,9 +17,10 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_engine::Machine;
 use rondpoint_model::{
-    AccessKind, Action, Counters, CpuId, HintingScan, LinkCounters, MemPolicy, NodeCounters,
-    NodeId, NodeMemory, Observation, Outcome, OutcomeStatus, PageRange, PageSize, Pid, ProcessInfo,
-    Sample, SampleSource, SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
+    AccessKind, AccessTruth, Action, Collapse, Counters, CpuId, HintingScan, LinkCounters,
+    MemPolicy, NodeCounters, NodeId, NodeMemory, Observation, Outcome, OutcomeStatus, PageRange,
+    PageSize, Pid, ProcessInfo, Sample, SampleSource, SamplingRequest, ThreadCounters, ThreadInfo,
+    Tid, Topology,
 };
 use thiserror::Error;
 
@@ -51,6 +52,12 @@ pub struct SimConfig {
     pub os_reserve: f64,
     /// Most samples kept per observation (the rest are dropped, uniformly).
     pub max_samples_per_epoch: usize,
+    /// Kept samples per sampling interrupt. IBS and PEBS tag instructions, and only loads and
+    /// stores carry an address: about a third of x86 instructions are memory operations
+    /// (chosen; Carrefour keeps samples that hit L1 or went to DRAM, 000_4074eef64cabe9e6.txt
+    /// section 3.3.1, which is most of them). The simulator draws kept samples from the DRAM
+    /// access distribution.
+    pub sample_yield: f64,
     pub solver: SolverConfig,
 }
 
@@ -61,6 +68,7 @@ impl Default for SimConfig {
             step_ns: 10_000_000,
             os_reserve: 0.03,
             max_samples_per_epoch: 1_000_000,
+            sample_yield: 0.35,
             solver: SolverConfig {
                 tolerance: 1e-6,
                 max_iterations: 2_000,
@@ -131,6 +139,7 @@ struct Thread {
     e_instr: f64,
     e_cycles: f64,
     e_misses: f64,
+    e_writes: f64,
 }
 
 /// Whole-run totals, the simulator's ground truth for reports.
@@ -185,6 +194,7 @@ pub struct SimMachine {
     e_link_bytes: Vec<f64>,
     e_samples: Vec<Sample>,
     e_samples_offered: u64,
+    e_collapses: Vec<Collapse>,
     epoch: u64,
 }
 
@@ -262,6 +272,7 @@ impl SimMachine {
                     e_instr: 0.0,
                     e_cycles: 0.0,
                     e_misses: 0.0,
+                    e_writes: 0.0,
                 });
             }
             let app = build_app(a, ai, mine, n).map_err(&impossible)?;
@@ -297,6 +308,7 @@ impl SimMachine {
             e_link_bytes: vec![0.0; spec.directed_links()],
             e_samples: Vec::new(),
             e_samples_offered: 0,
+            e_collapses: Vec::new(),
             epoch: 0,
             now_ns: 0.0,
             warm: None,
@@ -663,6 +675,7 @@ impl SimMachine {
             th.e_instr += instr;
             th.e_cycles += busy * f;
             th.e_misses += misses;
+            th.e_writes += misses * w;
             th.llc_pressure = (misses / dt).max(1e-9);
             let lat = th.latency_ns;
             self.totals.instructions += instr;
@@ -741,7 +754,11 @@ impl SimMachine {
         }
         self.threads[t].stall_ns += count as f64 * self.spec.costs.sample_interrupt_ns;
         self.totals.overhead_ns += count as f64 * self.spec.costs.sample_interrupt_ns;
-        self.totals.samples += count;
+        // Interrupts cost time; only some carry a memory address worth keeping.
+        let kept = (0..count)
+            .filter(|_| self.rng.random::<f64>() < self.config.sample_yield)
+            .count();
+        self.totals.samples += kept as u64;
         let shares = self.current_shares(t);
         let blocks = self.blocks_of(t, &shares);
         let total_w: f64 = blocks.iter().map(|b| b.2).sum();
@@ -752,7 +769,7 @@ impl SimMachine {
             th.tid,
             self.spec.cores[th.core].cpu,
         );
-        for _ in 0..count {
+        for _ in 0..kept {
             let mut x = self.rng.random::<f64>() * total_w;
             let mut pick = blocks[0];
             for &b in &blocks {
@@ -781,6 +798,15 @@ impl SimMachine {
             };
             let write = self.rng.random::<f64>() < self.apps[ai].models[ri].write_ratio;
             let offset = self.rng.random_range(0..region.page_size.bytes() / 64) * 64;
+            let home = match region.node_of(page) {
+                UNALLOCATED => None,
+                REPLICATED => Some(match region.replica_mask(page) {
+                    Some(m) if m & (1u64 << h) != 0 => h,
+                    Some(m) => self.nearest_in(h, m),
+                    None => h,
+                }),
+                n => Some(usize::from(n)),
+            };
             let sample = Sample {
                 pid: self.apps[ai].pid,
                 tid,
@@ -796,6 +822,7 @@ impl SimMachine {
                 source: SampleSource::Simulated,
                 latency_cycles: Some(latency_cycles.round() as u32),
                 dram: Some(true),
+                home_node: home.map(|n| NodeId(n as u16)),
             };
             self.keep_sample(sample);
         }
@@ -850,10 +877,11 @@ impl SimMachine {
             loop {
                 let (ri, page) = self.apps[ai].scan_cursor;
                 let region = &self.apps[ai].regions[ri];
+                let here = region.node_of(page);
                 let (bytes, len, allocated) = (
                     region.page_size.bytes() as f64,
                     region.len(),
-                    region.node_of(page) != UNALLOCATED,
+                    here != UNALLOCATED,
                 );
                 let (b, base, page_size) = (region.block_of(page), region.base, region.page_size);
                 let total = region.block_total(b);
@@ -898,6 +926,11 @@ impl SimMachine {
                     x -= r;
                 }
                 let t = runners[pick].0;
+                let home = if here == REPLICATED {
+                    self.node_of_thread(t)
+                } else {
+                    usize::from(here)
+                };
                 let write = self.rng.random::<f64>() < self.apps[ai].models[ri].write_ratio;
                 let sample = Sample {
                     pid: self.apps[ai].pid,
@@ -914,6 +947,7 @@ impl SimMachine {
                     source: SampleSource::HintingFault,
                     latency_cycles: Some((self.threads[t].latency_ns * f).round() as u32),
                     dram: None,
+                    home_node: Some(NodeId(home as u16)),
                 };
                 self.keep_sample(sample);
                 self.threads[t].stall_ns += self.spec.costs.hinting_fault_ns;
@@ -953,11 +987,20 @@ impl SimMachine {
                         let mask = region.replica_mask(p).unwrap_or(1);
                         let keep = mask_nodes(mask).next().unwrap_or(0);
                         let bytes = region.page_size.bytes() as f64;
-                        let dropped = self.apps[ai].regions[ri].collapse(p, keep);
+                        let (base, size) = (region.base, region.page_size);
+                        self.apps[ai].regions[ri].collapse(p, keep);
                         for node in mask_nodes(mask).filter(|&x| x != keep) {
                             self.free[node] += bytes;
                         }
-                        collapsed += dropped as u64;
+                        collapsed += 1;
+                        self.e_collapses.push(Collapse {
+                            page: PageRange::page_of(
+                                self.apps[ai].pid,
+                                base + p as u64 * size.bytes(),
+                                size,
+                            ),
+                            count: 1,
+                        });
                     }
                 }
                 if collapsed > 0 {
@@ -968,6 +1011,72 @@ impl SimMachine {
                 }
             }
         }
+    }
+
+    /// True access rates per block of every region (for the oracle policy only).
+    fn truth(&self, _duration_ns: f64) -> Vec<AccessTruth> {
+        let n = self.spec.nodes();
+        let mut out = Vec::new();
+        for app in &self.apps {
+            if !app.allocated || app.done_ns.is_some() {
+                continue;
+            }
+            let runners: Vec<(usize, Vec<(usize, usize, f64)>)> = app
+                .threads
+                .iter()
+                .copied()
+                .filter(|&t| self.threads[t].done_ns.is_none())
+                .map(|t| {
+                    let shares = self.current_shares(t);
+                    (t, self.blocks_of(t, &shares))
+                })
+                .collect();
+            for (ri, region) in app.regions.iter().enumerate() {
+                for b in 0..region.blocks() {
+                    let (start, end) = region.block_range(b);
+                    if end <= start {
+                        continue;
+                    }
+                    let mut rates = vec![0.0; n];
+                    for (t, blocks) in &runners {
+                        let share: f64 = blocks
+                            .iter()
+                            .filter(|&&(r, bb, _)| r == ri && bb == b)
+                            .map(|x| x.2)
+                            .sum();
+                        rates[self.node_of_thread(*t)] +=
+                            self.threads[*t].llc_pressure * share * 1e9;
+                    }
+                    let mut pages = vec![0u64; n];
+                    for p in start..end {
+                        match region.node_of(p) {
+                            UNALLOCATED => {}
+                            REPLICATED => {
+                                for x in mask_nodes(region.replica_mask(p).unwrap_or(0)) {
+                                    pages[x] += 1;
+                                }
+                            }
+                            x => pages[usize::from(x)] += 1,
+                        }
+                    }
+                    let Ok(range) = PageRange::new(
+                        app.pid,
+                        region.base + start as u64 * region.page_size.bytes(),
+                        (end - start) as u64,
+                        region.page_size,
+                    ) else {
+                        continue;
+                    };
+                    out.push(AccessTruth {
+                        range,
+                        accesses_per_s_by_node: rates,
+                        write_fraction: app.models[ri].write_ratio,
+                        pages_by_node: pages,
+                    });
+                }
+            }
+        }
+        out
     }
 
     /// Spreads `ns` of mechanism time over an application's running threads.
@@ -1315,11 +1424,13 @@ impl SimMachine {
                     cycles: th.e_cycles.round() as u64,
                     llc_misses: th.e_misses.round() as u64,
                     dram_accesses: th.e_misses.round() as u64,
+                    dram_writes: th.e_writes.round() as u64,
                 });
             }
             th.e_instr = 0.0;
             th.e_cycles = 0.0;
             th.e_misses = 0.0;
+            th.e_writes = 0.0;
         }
         let links = self
             .spec
@@ -1353,6 +1464,11 @@ impl SimMachine {
                 })
                 .collect(),
             processes: self.processes(),
+            collapses: std::mem::take(&mut self.e_collapses),
+            truth: self
+                .sampling
+                .truth
+                .then(|| self.truth(until - self.e_start_ns)),
         };
         self.e_mc_by_source.iter_mut().for_each(|v| *v = 0.0);
         self.e_mc_writes.iter_mut().for_each(|v| *v = 0.0);

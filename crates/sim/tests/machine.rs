@@ -412,7 +412,7 @@ fn watch(request: SamplingRequest, seed: u64) -> (Watcher, f64, u64) {
 fn ibs(period: u64) -> SamplingRequest {
     SamplingRequest {
         period_cycles: Some(period),
-        hinting: None,
+        ..SamplingRequest::NONE
     }
 }
 
@@ -444,6 +444,7 @@ fn hinting_faults_follow_the_scan_rate() {
             scan_bytes: 16 << 20,
             period_ms: 100,
         }),
+        ..SamplingRequest::NONE
     };
     let (w, t, scanned) = watch(scan, 3);
     let (_, t_quiet, _) = watch(SamplingRequest::NONE, 3);
