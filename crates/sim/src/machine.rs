@@ -24,6 +24,9 @@ use rondpoint_model::{
 };
 use thiserror::Error;
 
+/// (region, block, share of the thread's accesses) triples.
+type BlockShares = Vec<(usize, usize, f64)>;
+
 /// Bytes of one cache line.
 const LINE: f64 = 64.0;
 /// Header bytes of a request or response message on a link (HyperTransport/UPI packets carry
@@ -449,7 +452,7 @@ impl SimMachine {
     }
 
     /// (region, block, weight) triples of a thread's accesses.
-    fn blocks_of(&self, t: usize, shares: &[f64]) -> Vec<(usize, usize, f64)> {
+    fn blocks_of(&self, t: usize, shares: &[f64]) -> BlockShares {
         let th = &self.threads[t];
         let app = &self.apps[th.app];
         let mut out = Vec::new();
@@ -857,7 +860,7 @@ impl SimMachine {
                 continue;
             }
             // Per running thread: its DRAM access rate and the blocks it uses.
-            type Runner = (usize, f64, Vec<(usize, usize, f64)>);
+            type Runner = (usize, f64, BlockShares);
             let runners: Vec<Runner> = self.apps[ai]
                 .threads
                 .iter()
@@ -1021,7 +1024,7 @@ impl SimMachine {
             if !app.allocated || app.done_ns.is_some() {
                 continue;
             }
-            let runners: Vec<(usize, Vec<(usize, usize, f64)>)> = app
+            let runners: Vec<(usize, BlockShares)> = app
                 .threads
                 .iter()
                 .copied()
