@@ -42,6 +42,12 @@ enum Command {
     /// in the Carrefour paper's tables. Machines and workloads are presets (see --list) or TOML
     /// files (docs/scenario-format.md).
     Sim(commands::sim::SimArgs),
+    /// Run a workload in the simulator under a policy and save every epoch's observations (and
+    /// the policy's actions) to a file, for `rondpoint replay`.
+    Record(commands::record::RecordArgs),
+    /// Run a policy over recorded observations offline and print its decisions: regression
+    /// tests, parameter tuning, and bug reports from other machines.
+    Replay(commands::record::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +55,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topo(args) => commands::topo::run(&args),
         Command::Sim(args) => commands::sim::run(&args),
+        Command::Record(args) => commands::record::run_record(&args),
+        Command::Replay(args) => commands::record::run_replay(&args),
     };
     match result {
         Ok(code) => code,

@@ -44,7 +44,17 @@ fn json_has_the_documented_fields_and_is_deterministic() {
     let j: Value = serde_json::from_str(&a).unwrap();
     assert_eq!(j["schema_version"], 1);
     let runs = j["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2);
+    let names: Vec<&str> = runs.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "first-touch",
+            "interleave",
+            "autonuma",
+            "carrefour",
+            "oracle"
+        ]
+    );
     for r in runs {
         for field in [
             "policy",
@@ -64,10 +74,13 @@ fn json_has_the_documented_fields_and_is_deterministic() {
         }
         assert_eq!(r["seed"], 7);
     }
-    assert_eq!(runs[0]["policy"], "first-touch");
     assert_eq!(runs[0]["speedup_vs_first_touch"], 1.0);
-    // 000_4074eef64cabe9e6.txt, section 2: streamcluster runs about twice as fast interleaved.
-    assert!(runs[1]["speedup_vs_first_touch"].as_f64().unwrap() > 1.5);
+    // 000_4074eef64cabe9e6.txt, Figure 5: FaceRec is faster interleaved, and faster still
+    // under Carrefour, which replicates its shared data.
+    let speedup = |i: usize| runs[i]["speedup_vs_first_touch"].as_f64().unwrap();
+    assert!(speedup(1) > 1.2);
+    assert!(speedup(3) > speedup(1));
+    assert!(runs[3]["pages_replicated"].as_u64().unwrap() > 1000);
 }
 
 #[test]

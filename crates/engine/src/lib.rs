@@ -8,6 +8,7 @@
 mod clock;
 mod dry_run;
 mod limits;
+pub mod record;
 
 pub use clock::{Clock, VirtualClock, WallClock};
 pub use dry_run::DryRun;

@@ -9,6 +9,7 @@ use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, presets};
 use serde::Serialize;
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -36,7 +37,8 @@ pub struct SimArgs {
     )]
     workload: Vec<String>,
 
-    /// Policies to compare, comma-separated, or "all".
+    /// Policies to compare, comma-separated, or "all" (first-touch, interleave, autonuma,
+    /// carrefour, oracle).
     #[arg(
         long,
         short = 'p',
@@ -49,6 +51,16 @@ pub struct SimArgs {
     /// Seed for every random choice in the simulator: the same seed gives the same results.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+
+    /// Policy parameters: a TOML file with one table per policy ([carrefour], [autonuma], ...);
+    /// every parameter and its default is documented in docs/policies.md.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Carrefour's mechanisms to enable, comma-separated: replication, interleaving,
+    /// co-location (the ablation of the Carrefour paper's Table 4). Default: all three.
+    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
+    techniques: Vec<String>,
 
     /// Policy epoch (simulated milliseconds).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
@@ -96,16 +108,18 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     }
     let preset = presets::machine(machine_name)?;
     let spec = MachineSpec::from_preset(&preset)?;
+    let config = policy_config(args.config.as_deref(), &args.techniques)?;
     let mut policies: Vec<String> = Vec::new();
     for p in &args.policy {
         if p == "all" {
             policies.extend(rondpoint_policy::NAMES.iter().map(|s| s.to_string()));
         } else {
-            rondpoint_policy::by_name(p)?;
+            rondpoint_policy::build(p, &config)?;
             policies.push(p.clone());
         }
     }
-    policies.dedup();
+    let mut seen = std::collections::HashSet::new();
+    policies.retain(|p| seen.insert(p.clone()));
     let scenarios = args
         .workload
         .iter()
@@ -125,7 +139,7 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     let mut results = Vec::with_capacity(total);
     for scenario in &scenarios {
         for p in &policies {
-            let mut policy = rondpoint_policy::by_name(p)?;
+            let mut policy = rondpoint_policy::build(p, &config)?;
             let started = Instant::now();
             let label = format!(
                 "[{}/{total}] {} / {} / {p}",
@@ -162,6 +176,44 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         print!("{}", render_table(&results));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The policy configuration from `--config` and `--techniques`.
+pub fn policy_config(
+    file: Option<&std::path::Path>,
+    techniques: &[String],
+) -> Result<rondpoint_policy::PolicyConfig> {
+    let mut config = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading policy configuration {}", path.display()))?;
+            rondpoint_policy::PolicyConfig::from_toml(&text)
+                .with_context(|| format!("in policy configuration {}", path.display()))?
+        }
+        None => rondpoint_policy::PolicyConfig::default(),
+    };
+    if !techniques.is_empty() {
+        const VALID: [&str; 3] = ["replication", "interleaving", "co-location"];
+        for t in techniques {
+            if !VALID.contains(&t.as_str()) {
+                bail!(
+                    "unknown technique '{t}'; valid techniques: {}",
+                    VALID.join(", ")
+                );
+            }
+        }
+        config.set(
+            "carrefour",
+            "techniques",
+            toml::Value::Array(
+                techniques
+                    .iter()
+                    .map(|t| toml::Value::String(t.clone()))
+                    .collect(),
+            ),
+        );
+    }
+    Ok(config)
 }
 
 /// The comparison table.

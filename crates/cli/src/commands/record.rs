@@ -1,0 +1,215 @@
+//! `rondpoint record` and `rondpoint replay`: observations to a file, and a policy run over
+//! them offline.
+
+use crate::commands::sim::policy_config;
+use crate::format;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use rondpoint_engine::record::{self, Recorder};
+use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
+use rondpoint_model::Action;
+use rondpoint_sim::spec::MachineSpec;
+use rondpoint_sim::{SimConfig, SimMachine, presets};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Machine preset or file (see `rondpoint sim --list`).
+    #[arg(long, short = 'm', value_name = "MACHINE")]
+    machine: String,
+    /// Workload preset or scenario file.
+    #[arg(long, short = 'w', value_name = "WORKLOAD")]
+    workload: String,
+    /// The policy that runs while recording (its actions are recorded with the observations).
+    #[arg(long, short = 'p', default_value = "first-touch")]
+    policy: String,
+    /// Policy parameters (TOML, docs/policies.md).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Carrefour's mechanisms to enable (replication, interleaving, co-location).
+    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
+    techniques: Vec<String>,
+    /// Seed of the simulator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Policy epoch (simulated milliseconds).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    epoch_ms: u64,
+    /// Most samples kept per epoch in the file (spread evenly); recordings of sampled runs
+    /// otherwise grow by tens of megabytes per epoch.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    max_samples: usize,
+    /// The recording to write (JSON lines, docs/record-format.md).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: PathBuf,
+}
+
+pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
+    if args.epoch_ms == 0 {
+        bail!("--epoch-ms must be at least 1");
+    }
+    let config = policy_config(args.config.as_deref(), &args.techniques)?;
+    let mut policy = rondpoint_policy::build(&args.policy, &config)?;
+    let spec = MachineSpec::from_preset(&presets::machine(&args.machine)?)?;
+    let scenario = presets::workload(&args.workload)?;
+    let sim = SimConfig {
+        seed: args.seed,
+        ..SimConfig::default()
+    };
+    let mut machine = SimMachine::new(spec, &scenario, sim)?;
+    let file = File::create(&args.output)
+        .with_context(|| format!("creating {}", args.output.display()))?;
+    let source = format!(
+        "sim machine={} workload={} policy={} seed={}",
+        args.machine, args.workload, args.policy, args.seed
+    );
+    let mut recorder = Recorder::new(
+        BufWriter::new(file),
+        &source,
+        machine.topology(),
+        &machine.processes(),
+        Some(args.max_samples),
+    )?;
+    let engine = EngineConfig {
+        epoch_ns: args.epoch_ms * 1_000_000,
+        time_limit_ns: Some(3_600_000_000_000),
+        ..EngineConfig::default()
+    };
+    let mut failure = None;
+    let mut epochs = 0u64;
+    rondpoint_engine::run(
+        &mut machine,
+        policy.as_mut(),
+        &mut VirtualClock::default(),
+        &engine,
+        |r| {
+            if failure.is_none() {
+                match recorder.epoch(r) {
+                    Ok(()) => epochs += 1,
+                    Err(e) => failure = Some(e),
+                }
+            }
+        },
+    )?;
+    if let Some(e) = failure {
+        return Err(e).with_context(|| format!("writing {}", args.output.display()));
+    }
+    recorder
+        .finish()
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    eprintln!(
+        "recorded {epochs} epochs ({:.1} simulated s) to {}",
+        machine.now_ns() / 1e9,
+        args.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A recording made by `rondpoint record`.
+    #[arg(value_name = "FILE")]
+    input: PathBuf,
+    /// The policy to run over the recorded observations.
+    #[arg(long, short = 'p', default_value = "carrefour")]
+    policy: String,
+    /// Policy parameters (TOML, docs/policies.md).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Carrefour's mechanisms to enable (replication, interleaving, co-location).
+    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
+    techniques: Vec<String>,
+    /// Print every decision as JSON instead of a summary table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct ReplayReport<'a> {
+    source: &'a str,
+    policy: &'a str,
+    start: Vec<Action>,
+    epochs: Vec<record::ReplayedEpoch>,
+}
+
+pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
+    let config = policy_config(args.config.as_deref(), &args.techniques)?;
+    let mut policy = rondpoint_policy::build(&args.policy, &config)?;
+    let file =
+        File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
+    let recording = record::read(BufReader::new(file))
+        .with_context(|| format!("reading {}", args.input.display()))?;
+    let (start, epochs) = record::replay(policy.as_mut(), &recording);
+    if args.json {
+        let report = ReplayReport {
+            source: &recording.source,
+            policy: &args.policy,
+            start,
+            epochs,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} over {} epochs of [{}]",
+        args.policy,
+        epochs.len(),
+        recording.source
+    );
+    if !start.is_empty() {
+        println!("before the start: {}", summarise(&start));
+    }
+    let rows = epochs
+        .iter()
+        .map(|e| {
+            vec![
+                e.epoch.to_string(),
+                e.samples.to_string(),
+                summarise(&e.actions),
+            ]
+        })
+        .collect();
+    println!(
+        "{}",
+        format::table(
+            &["epoch", "samples", "decisions"],
+            &[true, true, false],
+            rows
+        )
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// "migrate 3 (1200 pages), interleave 1 (4 pages)".
+fn summarise(actions: &[Action]) -> String {
+    if actions.is_empty() {
+        return "-".into();
+    }
+    let mut by: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for a in actions {
+        let pages = match a {
+            Action::MigratePages { range, .. }
+            | Action::Interleave { range, .. }
+            | Action::Replicate { range, .. } => range.count * range.page_size.base_pages(),
+            _ => 0,
+        };
+        let e = by.entry(a.technique()).or_default();
+        e.0 += 1;
+        e.1 += pages;
+    }
+    by.iter()
+        .map(|(t, (n, p))| {
+            if *p > 0 {
+                format!("{t} {n} ({p} pages)")
+            } else {
+                format!("{t} {n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,317 @@
+//! Recording observations to a file and replaying them through a policy offline.
+//!
+//! The format is JSON lines: a header (format version, where the recording came from, the
+//! topology, the processes at the start), then for each epoch the observation and what the
+//! recording policy did (its actions and their outcomes). Replaying feeds the observations to
+//! any policy and collects its decisions, without a machine: regression tests, parameter
+//! tuning, and bug reports from users' machines.
+
+use crate::{EpochReport, Policy};
+use rondpoint_model::{Action, Observation, Outcome, ProcessInfo, Topology};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+use thiserror::Error;
+
+/// Version of the record format; a reader refuses other versions.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Errors writing or reading a recording.
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("cannot write the recording: {0}")]
+    Write(#[source] std::io::Error),
+    #[error("cannot read the recording: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("line {line}: {message}")]
+    Malformed { line: usize, message: String },
+    #[error("the recording is empty (no header line)")]
+    Empty,
+    #[error("line 1: expected a header, found a {0} line")]
+    NoHeader(&'static str),
+    #[error("recording format version {found}, this rondpoint reads version {FORMAT_VERSION}")]
+    Version { found: u32 },
+}
+
+/// One line of a recording.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RecordLine {
+    Header {
+        version: u32,
+        /// Where the observations came from ("sim opteron-8385 streamcluster", "live host").
+        source: String,
+        topology: Topology,
+        processes: Vec<ProcessInfo>,
+    },
+    Epoch {
+        observation: Observation,
+        /// What the recording run's policy did after this observation.
+        actions: Vec<Action>,
+        outcomes: Vec<Outcome>,
+    },
+}
+
+impl RecordLine {
+    fn kind(&self) -> &'static str {
+        match self {
+            RecordLine::Header { .. } => "header",
+            RecordLine::Epoch { .. } => "epoch",
+        }
+    }
+}
+
+/// Writes a recording.
+#[derive(Debug)]
+pub struct Recorder<W: Write> {
+    out: W,
+    /// Most samples kept per epoch (recordings of sampled runs grow fast); the rest are
+    /// dropped evenly.
+    max_samples: Option<usize>,
+}
+
+impl<W: Write> Recorder<W> {
+    /// Starts a recording with its header.
+    pub fn new(
+        mut out: W,
+        source: &str,
+        topology: &Topology,
+        processes: &[ProcessInfo],
+        max_samples: Option<usize>,
+    ) -> Result<Self, RecordError> {
+        let header = RecordLine::Header {
+            version: FORMAT_VERSION,
+            source: source.to_string(),
+            topology: topology.clone(),
+            processes: processes.to_vec(),
+        };
+        write_line(&mut out, &header)?;
+        Ok(Self { out, max_samples })
+    }
+
+    /// Appends one epoch.
+    pub fn epoch(&mut self, report: &EpochReport<'_>) -> Result<(), RecordError> {
+        let mut observation = report.observation.clone();
+        if let Some(max) = self.max_samples {
+            thin(&mut observation.samples, max);
+        }
+        write_line(
+            &mut self.out,
+            &RecordLine::Epoch {
+                observation,
+                actions: report.actions.to_vec(),
+                outcomes: report.outcomes.to_vec(),
+            },
+        )
+    }
+
+    /// Flushes and returns the writer.
+    pub fn finish(mut self) -> Result<W, RecordError> {
+        self.out.flush().map_err(RecordError::Write)?;
+        Ok(self.out)
+    }
+}
+
+/// Keeps `max` items spread evenly over the vector.
+fn thin<T: Clone>(v: &mut Vec<T>, max: usize) {
+    if v.len() <= max {
+        return;
+    }
+    if max == 0 {
+        v.clear();
+        return;
+    }
+    let step = v.len() as f64 / max as f64;
+    let kept: Vec<T> = (0..max)
+        .filter_map(|i| v.get((i as f64 * step) as usize).cloned())
+        .collect();
+    *v = kept;
+}
+
+fn write_line<W: Write>(out: &mut W, line: &RecordLine) -> Result<(), RecordError> {
+    serde_json::to_writer(&mut *out, line).map_err(|e| RecordError::Write(e.into()))?;
+    out.write_all(b"\n").map_err(RecordError::Write)
+}
+
+/// A recording read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recording {
+    pub source: String,
+    pub topology: Topology,
+    pub processes: Vec<ProcessInfo>,
+    /// Observations with what the recording policy did.
+    pub epochs: Vec<(Observation, Vec<Action>, Vec<Outcome>)>,
+}
+
+/// Reads a whole recording.
+pub fn read<R: BufRead>(input: R) -> Result<Recording, RecordError> {
+    let mut lines = input.lines().enumerate();
+    let mut next = || -> Result<Option<(usize, RecordLine)>, RecordError> {
+        for (i, line) in lines.by_ref() {
+            let line = line.map_err(RecordError::Read)?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let parsed: RecordLine =
+                serde_json::from_str(&line).map_err(|e| RecordError::Malformed {
+                    line: i + 1,
+                    message: e.to_string(),
+                })?;
+            return Ok(Some((i + 1, parsed)));
+        }
+        Ok(None)
+    };
+    let (source, topology, processes) = match next()? {
+        None => return Err(RecordError::Empty),
+        Some((
+            _,
+            RecordLine::Header {
+                version,
+                source,
+                topology,
+                processes,
+            },
+        )) => {
+            if version != FORMAT_VERSION {
+                return Err(RecordError::Version { found: version });
+            }
+            (source, topology, processes)
+        }
+        Some((_, other)) => return Err(RecordError::NoHeader(other.kind())),
+    };
+    let mut epochs = Vec::new();
+    while let Some((line, l)) = next()? {
+        match l {
+            RecordLine::Epoch {
+                observation,
+                actions,
+                outcomes,
+            } => epochs.push((observation, actions, outcomes)),
+            RecordLine::Header { .. } => {
+                return Err(RecordError::Malformed {
+                    line,
+                    message: "a second header".into(),
+                });
+            }
+        }
+    }
+    Ok(Recording {
+        source,
+        topology,
+        processes,
+        epochs,
+    })
+}
+
+/// One epoch of a replay: the policy's decisions on a recorded observation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayedEpoch {
+    pub epoch: u64,
+    pub samples: usize,
+    pub actions: Vec<Action>,
+}
+
+/// Runs `policy` over a recording. Returns its start decisions (taken on the recorded topology
+/// and processes, before any observation) and its decisions after each recorded observation.
+pub fn replay(policy: &mut dyn Policy, rec: &Recording) -> (Vec<Action>, Vec<ReplayedEpoch>) {
+    let start = policy.start(&rec.topology, &rec.processes);
+    let epochs = rec
+        .epochs
+        .iter()
+        .map(|(obs, _, _)| ReplayedEpoch {
+            epoch: obs.epoch,
+            samples: obs.samples.len(),
+            actions: policy.decide(&rec.topology, obs),
+        })
+        .collect();
+    (start, epochs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rondpoint_model::synthetic::TopologyBuilder;
+    use rondpoint_model::{NodeId, PageRange, PageSize, Pid};
+
+    struct Echo;
+    impl Policy for Echo {
+        fn name(&self) -> &str {
+            "echo"
+        }
+        fn decide(&mut self, _: &Topology, o: &Observation) -> Vec<Action> {
+            vec![Action::MigratePages {
+                range: PageRange::new(Pid(1), o.epoch * 4096, 1, PageSize::Base4K).unwrap(),
+                to: NodeId(1),
+            }]
+        }
+    }
+
+    #[test]
+    fn record_then_replay_round_trips() {
+        let topo = TopologyBuilder::new(2).build().unwrap();
+        let mut rec = Recorder::new(Vec::new(), "test", &topo, &[], Some(2)).unwrap();
+        for e in 0..3u64 {
+            let obs = Observation {
+                epoch: e,
+                samples: vec![],
+                ..Observation::default()
+            };
+            rec.epoch(&EpochReport {
+                epoch: e,
+                now_ns: e,
+                observation: &obs,
+                actions: &[],
+                outcomes: &[],
+            })
+            .unwrap();
+        }
+        let bytes = rec.finish().unwrap();
+        let back = read(bytes.as_slice()).unwrap();
+        assert_eq!(back.topology, topo);
+        assert_eq!(back.epochs.len(), 3);
+        let (start, replayed) = replay(&mut Echo, &back);
+        assert!(start.is_empty());
+        assert_eq!(replayed.len(), 3);
+        assert_eq!(replayed[2].actions.len(), 1);
+    }
+
+    #[test]
+    fn thinning_keeps_an_even_spread() {
+        let mut v: Vec<u32> = (0..10).collect();
+        thin(&mut v, 5);
+        assert_eq!(v, vec![0, 2, 4, 6, 8]);
+        thin(&mut v, 0);
+        assert!(v.is_empty());
+    }
+
+    #[test]
+    fn bad_recordings_are_explained() {
+        assert!(matches!(read(&b""[..]), Err(RecordError::Empty)));
+        let err = read(&b"{\"kind\":\"header\"}\n"[..]).unwrap_err();
+        assert!(err.to_string().starts_with("line 1:"), "{err}");
+        let err = read(&b"not json\n"[..]).unwrap_err();
+        assert!(matches!(err, RecordError::Malformed { line: 1, .. }));
+        let topo = TopologyBuilder::new(1).build().unwrap();
+        let mut text = serde_json::to_string(&RecordLine::Header {
+            version: 99,
+            source: String::new(),
+            topology: topo,
+            processes: vec![],
+        })
+        .unwrap();
+        text.push('\n');
+        assert!(matches!(
+            read(text.as_bytes()),
+            Err(RecordError::Version { found: 99 })
+        ));
+        let epoch = RecordLine::Epoch {
+            observation: Observation::default(),
+            actions: vec![],
+            outcomes: vec![],
+        };
+        let text = format!("{}\n", serde_json::to_string(&epoch).unwrap());
+        assert!(matches!(
+            read(text.as_bytes()),
+            Err(RecordError::NoHeader("epoch"))
+        ));
+    }
+}

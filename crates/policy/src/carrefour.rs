@@ -1,0 +1,554 @@
+//! Carrefour: memory traffic management by co-location, interleaving and replication
+//! (Dashti et al., ASPLOS'13, 000_4074eef64cabe9e6.txt; Gaud et al., ACM Queue 2015,
+//! 001_cf26baf08725c02e.txt).
+//!
+//! Every epoch (1 s in the paper):
+//!
+//! 1. **Measure** (Table 2): machine-wide memory-controller imbalance, local access ratio and
+//!    DRAM accesses per µs (MAPTU) from the counters; per application its MAPTU and memory read
+//!    ratio (MRR); per page the sampled accesses by node and whether any was a write. At most
+//!    30,000 pages are tracked (section 4.4); statistics are reset each epoch.
+//! 2. **Global decisions** (Figure 4), per application: Carrefour runs for it only above
+//!    50 MAPTU; replication is enabled only if free memory is at least 1 − 1/nodes and its MRR
+//!    at least 95%; interleaving if MC imbalance exceeds 35%; co-location if LAR is below 80%.
+//! 3. **Page-local decisions** (section 3.2.2), for pages with at least two samples: accessed
+//!    from one node only, migrate it there (co-location); from several nodes and never written,
+//!    replicate it on every node running the application's threads; otherwise interleave it:
+//!    move it away from its node with probability P_migrate (that node's share of the
+//!    machine's MAPTU) to a node drawn with probability P_node (the complement of each node's
+//!    share, so the least loaded node is the likeliest).
+//! 4. **Guards** (section 3.3): replication starts for an application only once 500 pages are
+//!    marked for it; a page that collapsed more than 5 times is never replicated again;
+//!    sampling runs at 1 sample per 65,000 cycles and drops to 1 per 260,000 cycles after an
+//!    epoch with fewer than 10 actions (and back up when actions resume); applications below
+//!    the MAPTU threshold are not sampled at all.
+//!
+//! In the default *global* mode the imbalance and locality of Figure 4 are the machine's (as in
+//! the paper's kernel implementation); in *per-application* mode (the per-pid variant of the
+//! original user-level runtime) each application is judged on its own traffic, estimated from
+//! its samples. `techniques` enables any subset of the three mechanisms (the ablation of
+//! Table 4).
+
+use crate::metrics::{self, AppMetrics, GlobalMetrics};
+use crate::{Policy, PolicyError};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use rondpoint_model::{
+    AccessKind, Action, NodeId, Observation, PageRange, PageSize, Pid, SamplingRequest, Topology,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// One of Carrefour's three mechanisms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Technique {
+    Replication,
+    Interleaving,
+    CoLocation,
+}
+
+/// Carrefour's parameters, defaulted to the paper's values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CarrefourConfig {
+    /// Run Carrefour for an application only above this many DRAM accesses per microsecond
+    /// (MAPTU). 000_4074eef64cabe9e6.txt section 3.2.1 step 1: 50.
+    pub maptu_threshold: f64,
+    /// Replicate only if at least this fraction of memory is free; when unset, 1 − 1/nodes
+    /// (enough to replicate the whole resident set). Section 3.2.1 step 2.
+    pub replication_min_free_fraction: Option<f64>,
+    /// Replicate only for applications whose DRAM accesses are at least this fraction reads
+    /// (MRR). Section 3.2.1 step 2: 95%.
+    pub mrr_threshold: f64,
+    /// Interleave when memory-controller imbalance exceeds this (percent). Step 3: 35%.
+    pub mc_imbalance_threshold_pct: f64,
+    /// Co-locate when the local access ratio is below this. Step 4: 80%.
+    pub lar_threshold: f64,
+    /// Decide on a page only with at least this many samples. Section 3.2.2: 2.
+    pub min_samples_per_page: u32,
+    /// Start replicating for an application only once this many pages are marked for it.
+    /// Section 3.3.2, footnote 6: 500.
+    pub min_replication_candidates: usize,
+    /// Never replicate again a page that collapsed more than this many times. Section 3.3.2: 5.
+    pub max_collapses_per_page: u32,
+    /// Sampling period while Carrefour is acting (cycles per sample). Section 3.3.1: 65,000.
+    pub sampling_period_high_cycles: u64,
+    /// Sampling period after a quiet epoch. Section 3.3.1: 260,000.
+    pub sampling_period_low_cycles: u64,
+    /// An epoch with fewer actions than this is quiet. Section 3.3.1: 10.
+    pub min_actions_for_high_rate: usize,
+    /// Most pages tracked per epoch. Section 4.4: 30,000.
+    pub max_tracked_pages: usize,
+    /// Judge each application on its own traffic (the per-pid runtime) instead of the
+    /// machine's.
+    pub per_application: bool,
+    /// Mechanisms enabled (all three by default; Table 4 runs one at a time).
+    pub techniques: Vec<Technique>,
+    /// Seed of the P_migrate / P_node draws.
+    pub seed: u64,
+}
+
+impl Default for CarrefourConfig {
+    fn default() -> Self {
+        Self {
+            maptu_threshold: 50.0,
+            replication_min_free_fraction: None,
+            mrr_threshold: 0.95,
+            mc_imbalance_threshold_pct: 35.0,
+            lar_threshold: 0.80,
+            min_samples_per_page: 2,
+            min_replication_candidates: 500,
+            max_collapses_per_page: 5,
+            sampling_period_high_cycles: 65_000,
+            sampling_period_low_cycles: 260_000,
+            min_actions_for_high_rate: 10,
+            max_tracked_pages: 30_000,
+            per_application: false,
+            techniques: vec![
+                Technique::Replication,
+                Technique::Interleaving,
+                Technique::CoLocation,
+            ],
+            seed: 1,
+        }
+    }
+}
+
+/// Most nodes whose sample counts are kept per page; accesses from nodes beyond are still
+/// seen in the node mask that drives decisions.
+pub const COUNTED_NODES: usize = 16;
+
+/// Sampled accesses to one page in the current epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageStats {
+    /// Samples from each node (dense index), for the first [`COUNTED_NODES`] nodes.
+    pub by_node: [u16; COUNTED_NODES],
+    /// Nodes that accessed it (bit per dense node index; up to 64 nodes).
+    pub node_mask: u64,
+    pub samples: u32,
+    pub writes: u32,
+    /// Where the page was, per the latest sample that knew (dense index).
+    pub home: Option<u16>,
+}
+
+type PageKey = (Pid, u64, PageSize);
+
+/// What Carrefour decided for one application in the last epoch (for reports and tests).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppDecision {
+    pub pid: Pid,
+    pub enabled: bool,
+    pub replication: bool,
+    pub interleaving: bool,
+    pub co_location: bool,
+    pub metrics: AppMetrics,
+}
+
+/// The Carrefour policy.
+#[derive(Debug)]
+pub struct Carrefour {
+    cfg: CarrefourConfig,
+    rng: Pcg64Mcg,
+    period: Option<u64>,
+    pages: HashMap<PageKey, PageStats>,
+    collapses: HashMap<PageKey, u32>,
+    replicated: HashSet<PageKey>,
+    pending_replication: BTreeMap<Pid, Vec<PageKey>>,
+    replicating: HashSet<Pid>,
+    last_global: Option<GlobalMetrics>,
+    last_decisions: Vec<AppDecision>,
+}
+
+impl Carrefour {
+    /// A Carrefour instance; checks the parameters.
+    pub fn new(cfg: CarrefourConfig) -> Result<Self, PolicyError> {
+        let bad = |m: String| PolicyError::Config {
+            policy: "carrefour".into(),
+            message: m,
+        };
+        if !(0.0..=1.0).contains(&cfg.mrr_threshold) || !(0.0..=1.0).contains(&cfg.lar_threshold) {
+            return Err(bad(
+                "mrr_threshold and lar_threshold are fractions in [0, 1]".into(),
+            ));
+        }
+        if cfg.sampling_period_high_cycles == 0 || cfg.sampling_period_low_cycles == 0 {
+            return Err(bad("sampling periods must be positive".into()));
+        }
+        if cfg.min_samples_per_page == 0 {
+            return Err(bad("min_samples_per_page must be at least 1".into()));
+        }
+        if let Some(f) = cfg.replication_min_free_fraction {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(bad(
+                    "replication_min_free_fraction is a fraction in [0, 1]".into()
+                ));
+            }
+        }
+        Ok(Self {
+            rng: Pcg64Mcg::seed_from_u64(cfg.seed),
+            period: Some(cfg.sampling_period_high_cycles),
+            pages: HashMap::with_capacity(cfg.max_tracked_pages.min(1 << 16)),
+            collapses: HashMap::new(),
+            replicated: HashSet::new(),
+            pending_replication: BTreeMap::new(),
+            replicating: HashSet::new(),
+            last_global: None,
+            last_decisions: Vec::new(),
+            cfg,
+        })
+    }
+
+    /// The parameters.
+    pub fn config(&self) -> &CarrefourConfig {
+        &self.cfg
+    }
+
+    /// Per-application decisions of the last epoch.
+    pub fn last_decisions(&self) -> &[AppDecision] {
+        &self.last_decisions
+    }
+
+    /// Machine-wide metrics of the last epoch.
+    pub fn last_global(&self) -> Option<&GlobalMetrics> {
+        self.last_global.as_ref()
+    }
+
+    /// Pages tracked in the last epoch.
+    pub fn tracked_pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Bytes of state kept (the paper's figure for this is 5 MB, section 4.4).
+    pub fn state_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<PageKey>() + std::mem::size_of::<PageStats>() + 8;
+        self.pages.capacity() * entry
+            + self.collapses.capacity() * (std::mem::size_of::<PageKey>() + 12)
+            + self.replicated.capacity() * (std::mem::size_of::<PageKey>() + 8)
+            + self
+                .pending_replication
+                .values()
+                .map(|v| v.capacity() * std::mem::size_of::<PageKey>())
+                .sum::<usize>()
+    }
+
+    fn has(&self, t: Technique) -> bool {
+        self.cfg.techniques.contains(&t)
+    }
+
+    /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`).
+    fn ingest(&mut self, topology: &Topology, obs: &Observation) {
+        self.pages.clear();
+        for s in &obs.samples {
+            let key = (s.pid, s.page(), s.page_size);
+            let full = self.pages.len() >= self.cfg.max_tracked_pages;
+            let stats = match self.pages.get_mut(&key) {
+                Some(st) => st,
+                None if full => continue,
+                None => self.pages.entry(key).or_default(),
+            };
+            let Some(node) = topology.index_of(s.node) else {
+                continue;
+            };
+            if node < 64 {
+                stats.node_mask |= 1 << node;
+            }
+            if let Some(c) = stats.by_node.get_mut(node) {
+                *c = c.saturating_add(1);
+            }
+            stats.samples += 1;
+            if s.kind == AccessKind::Write {
+                stats.writes += 1;
+            }
+            if let Some(h) = s.home_node.and_then(|h| topology.index_of(h)) {
+                stats.home = u16::try_from(h).ok();
+            }
+        }
+    }
+
+    /// P_node: pick a destination other than `home`, each node weighted by the complement of
+    /// its share of the machine's (or application's) memory traffic.
+    fn draw_destination(
+        &mut self,
+        maptu_by_node: &[f64],
+        home: Option<usize>,
+        memory_nodes: &[usize],
+    ) -> Option<usize> {
+        let total: f64 = maptu_by_node.iter().sum();
+        let share = |n: usize| {
+            if total > 0.0 {
+                maptu_by_node.get(n).copied().unwrap_or(0.0) / total
+            } else {
+                0.0
+            }
+        };
+        // P_migrate: the current node's share of the traffic.
+        let p_migrate = match home {
+            Some(h) => share(h),
+            None => 1.0,
+        };
+        if self.rng.random::<f64>() >= p_migrate {
+            return None;
+        }
+        let candidates: Vec<(usize, f64)> = memory_nodes
+            .iter()
+            .copied()
+            .filter(|&n| Some(n) != home)
+            .map(|n| (n, (1.0 - share(n)).max(0.0)))
+            .collect();
+        let sum: f64 = candidates.iter().map(|c| c.1).sum();
+        if candidates.is_empty() {
+            return None;
+        }
+        if sum <= 0.0 {
+            return candidates.first().map(|c| c.0);
+        }
+        let mut x = self.rng.random::<f64>() * sum;
+        for &(n, w) in &candidates {
+            if x < w {
+                return Some(n);
+            }
+            x -= w;
+        }
+        candidates.last().map(|c| c.0)
+    }
+}
+
+/// Merges single-page actions on contiguous pages with the same target into ranges.
+fn coalesce(mut actions: Vec<Action>) -> Vec<Action> {
+    fn key(a: &Action) -> Option<(u8, Pid, PageSize, Vec<NodeId>, u64)> {
+        match a {
+            Action::MigratePages { range, to } => {
+                Some((0, range.pid, range.page_size, vec![*to], range.start))
+            }
+            Action::Interleave { range, nodes } => {
+                Some((1, range.pid, range.page_size, nodes.clone(), range.start))
+            }
+            Action::Replicate { range, nodes } => {
+                Some((2, range.pid, range.page_size, nodes.clone(), range.start))
+            }
+            _ => None,
+        }
+    }
+    actions.sort_by_key(key);
+    let mut out: Vec<Action> = Vec::with_capacity(actions.len());
+    for a in actions {
+        if let Some(last) = out.last_mut() {
+            let merged = match (last, &a) {
+                (Action::MigratePages { range: r, to: t }, Action::MigratePages { range, to })
+                    if t == to && extends(r, range) =>
+                {
+                    r.count += range.count;
+                    true
+                }
+                (
+                    Action::Interleave { range: r, nodes: n },
+                    Action::Interleave { range, nodes },
+                ) if n == nodes && extends(r, range) => {
+                    r.count += range.count;
+                    true
+                }
+                (Action::Replicate { range: r, nodes: n }, Action::Replicate { range, nodes })
+                    if n == nodes && extends(r, range) =>
+                {
+                    r.count += range.count;
+                    true
+                }
+                _ => false,
+            };
+            if merged {
+                continue;
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
+fn extends(r: &PageRange, next: &PageRange) -> bool {
+    r.pid == next.pid && r.page_size == next.page_size && r.end() == next.start
+}
+
+impl Policy for Carrefour {
+    fn name(&self) -> &str {
+        "carrefour"
+    }
+
+    fn sampling(&self) -> SamplingRequest {
+        SamplingRequest {
+            period_cycles: self.period,
+            ..SamplingRequest::NONE
+        }
+    }
+
+    fn decide(&mut self, topology: &Topology, obs: &Observation) -> Vec<Action> {
+        let n = topology.len();
+        let global = metrics::global(obs);
+        let apps = metrics::per_app(obs, n);
+        self.ingest(topology, obs);
+        for c in &obs.collapses {
+            let key = (c.page.pid, c.page.start, c.page.page_size);
+            *self.collapses.entry(key).or_default() += c.count;
+            self.replicated.remove(&key);
+        }
+        let min_free = self
+            .cfg
+            .replication_min_free_fraction
+            .unwrap_or(1.0 - 1.0 / n as f64);
+        let memory_nodes: Vec<usize> = obs
+            .memory
+            .iter()
+            .filter(|m| m.total_bytes > 0)
+            .filter_map(|m| topology.index_of(m.node))
+            .collect();
+
+        // Global decisions, per application (Figure 4).
+        let mut decisions = Vec::with_capacity(apps.len());
+        for a in &apps {
+            let enabled = a.maptu >= self.cfg.maptu_threshold;
+            let (imbalance, lar) = if self.cfg.per_application {
+                (
+                    a.mc_imbalance_pct.unwrap_or(global.mc_imbalance_pct),
+                    a.lar.unwrap_or(global.lar),
+                )
+            } else {
+                (global.mc_imbalance_pct, global.lar)
+            };
+            decisions.push(AppDecision {
+                pid: a.pid,
+                enabled,
+                replication: enabled
+                    && self.has(Technique::Replication)
+                    && global.free_fraction >= min_free
+                    && a.mrr >= self.cfg.mrr_threshold,
+                interleaving: enabled
+                    && self.has(Technique::Interleaving)
+                    && imbalance > self.cfg.mc_imbalance_threshold_pct,
+                co_location: enabled
+                    && self.has(Technique::CoLocation)
+                    && lar < self.cfg.lar_threshold,
+                metrics: a.clone(),
+            });
+        }
+
+        // Nodes running each application's threads (where replicas go).
+        let mut thread_nodes: HashMap<Pid, Vec<NodeId>> = HashMap::new();
+        for p in &obs.processes {
+            let mut v: Vec<NodeId> = p.threads.iter().map(|t| t.node).collect();
+            v.sort_unstable();
+            v.dedup();
+            thread_nodes.insert(p.pid, v);
+        }
+
+        // Page-local decisions, in page order so that runs are deterministic.
+        let mut keys: Vec<PageKey> = self.pages.keys().copied().collect();
+        keys.sort_unstable();
+        let mut actions = Vec::new();
+        for key in keys {
+            let Some(stats) = self.pages.get(&key).copied() else {
+                continue;
+            };
+            if stats.samples < self.cfg.min_samples_per_page {
+                continue;
+            }
+            let Some(d) = decisions.iter().find(|d| d.pid == key.0) else {
+                continue;
+            };
+            if !d.enabled {
+                continue;
+            }
+            let range = PageRange::page_of(key.0, key.1, key.2);
+            let home = stats.home.map(usize::from);
+            if stats.node_mask.count_ones() == 1 {
+                let node = stats.node_mask.trailing_zeros() as usize;
+                if d.co_location && home != Some(node) {
+                    actions.push(Action::MigratePages {
+                        range,
+                        to: topology.nodes()[node].id,
+                    });
+                }
+                continue;
+            }
+            let read_only = stats.writes == 0;
+            let collapsed = self.collapses.get(&key).copied().unwrap_or(0);
+            if read_only && d.replication && collapsed <= self.cfg.max_collapses_per_page {
+                if !self.replicated.contains(&key) {
+                    let pending = self.pending_replication.entry(key.0).or_default();
+                    if !pending.contains(&key) {
+                        pending.push(key);
+                    }
+                }
+                continue;
+            }
+            if d.interleaving {
+                let by_node = if self.cfg.per_application {
+                    d.metrics
+                        .maptu_by_node
+                        .clone()
+                        .unwrap_or_else(|| global.maptu_by_node.clone())
+                } else {
+                    global.maptu_by_node.clone()
+                };
+                if let Some(dest) = self.draw_destination(&by_node, home, &memory_nodes) {
+                    actions.push(Action::Interleave {
+                        range,
+                        nodes: vec![topology.nodes()[dest].id],
+                    });
+                }
+            }
+        }
+
+        // Replication, once enough pages are marked (section 3.3.2).
+        let pids: Vec<Pid> = self.pending_replication.keys().copied().collect();
+        for pid in pids {
+            let still_allowed = decisions.iter().any(|d| d.pid == pid && d.replication);
+            let ready = self.replicating.contains(&pid)
+                || self
+                    .pending_replication
+                    .get(&pid)
+                    .is_some_and(|v| v.len() >= self.cfg.min_replication_candidates);
+            if !still_allowed {
+                // Marks do not survive a change of heart (MRR or free memory fell).
+                self.pending_replication.remove(&pid);
+                continue;
+            }
+            if !ready {
+                continue;
+            }
+            let nodes = thread_nodes.get(&pid).cloned().unwrap_or_default();
+            if nodes.len() < 2 {
+                continue;
+            }
+            self.replicating.insert(pid);
+            for key in self.pending_replication.remove(&pid).unwrap_or_default() {
+                self.replicated.insert(key);
+                actions.push(Action::Replicate {
+                    range: PageRange::page_of(key.0, key.1, key.2),
+                    nodes: nodes.clone(),
+                });
+            }
+        }
+        // Bound the pending lists to the tracking capacity.
+        for v in self.pending_replication.values_mut() {
+            v.truncate(self.cfg.max_tracked_pages);
+        }
+
+        // Adaptive sampling (section 3.3.1).
+        let acted = actions.len();
+        let any_enabled = decisions.iter().any(|d| d.enabled);
+        self.period = if !any_enabled && !apps.is_empty() {
+            None
+        } else if acted >= self.cfg.min_actions_for_high_rate || apps.is_empty() {
+            Some(self.cfg.sampling_period_high_cycles)
+        } else {
+            Some(self.cfg.sampling_period_low_cycles)
+        };
+        self.last_global = Some(global);
+        self.last_decisions = decisions;
+        coalesce(actions)
+    }
+}
+
+#[cfg(test)]
+#[path = "carrefour_tests.rs"]
+mod tests;

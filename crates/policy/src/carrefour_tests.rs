@@ -1,0 +1,558 @@
+//! Carrefour's decision rules on hand-built observations, with the exact actions expected.
+
+use super::*;
+use proptest::prelude::*;
+use rondpoint_model::synthetic::TopologyBuilder;
+use rondpoint_model::{
+    Collapse, Counters, CpuId, NodeCounters, NodeMemory, ProcessInfo, Sample, SampleSource,
+    ThreadCounters, ThreadInfo, Tid,
+};
+
+const PID: Pid = Pid(100);
+const PAGE: u64 = 0x7f00_0000_0000;
+
+fn topo() -> Topology {
+    TopologyBuilder::new(4).cores_per_llc(2).build().unwrap()
+}
+
+/// An epoch of 1 ms. `served[d]` DRAM accesses served by node d, of which `local[d]` came from
+/// node d itself; the application made `app_accesses` accesses, `app_writes` of them writes.
+struct Epoch {
+    served: [u64; 4],
+    local: [u64; 4],
+    app_accesses: u64,
+    app_writes: u64,
+    free_fraction: f64,
+    samples: Vec<Sample>,
+    collapses: Vec<Collapse>,
+}
+
+impl Default for Epoch {
+    fn default() -> Self {
+        // Busy (400 accesses/µs), imbalanced (everything on node 0), LAR 25%, read-only.
+        Self {
+            served: [400_000, 0, 0, 0],
+            local: [100_000, 0, 0, 0],
+            app_accesses: 400_000,
+            app_writes: 0,
+            free_fraction: 0.9,
+            samples: Vec::new(),
+            collapses: Vec::new(),
+        }
+    }
+}
+
+fn sample(page: u64, node: u16, home: u16, write: bool) -> Sample {
+    Sample {
+        pid: PID,
+        tid: Tid(101),
+        cpu: CpuId(u32::from(node) * 2),
+        node: NodeId(node),
+        addr: page + 64,
+        page_size: PageSize::Base4K,
+        kind: if write {
+            AccessKind::Write
+        } else {
+            AccessKind::Read
+        },
+        source: SampleSource::Ibs,
+        latency_cycles: None,
+        dram: Some(true),
+        home_node: Some(NodeId(home)),
+    }
+}
+
+fn observe(e: Epoch) -> Observation {
+    let nodes = (0..4)
+        .map(|d| {
+            let mut by_source = vec![0; 4];
+            by_source[d] = e.local[d];
+            // The rest of node d's traffic comes from the next node (any remote node will do).
+            by_source[(d + 1) % 4] = e.served[d] - e.local[d];
+            NodeCounters {
+                node: NodeId(d as u16),
+                dram_accesses_by_source: by_source,
+                dram_writes: 0,
+                ..NodeCounters::default()
+            }
+        })
+        .collect();
+    let total = 1u64 << 30;
+    Observation {
+        counters: Counters {
+            duration_ns: 1_000_000,
+            nodes,
+            threads: vec![ThreadCounters {
+                pid: PID,
+                tid: Tid(101),
+                node: NodeId(0),
+                instructions: 1_000_000,
+                cycles: 2_000_000,
+                llc_misses: e.app_accesses,
+                dram_accesses: e.app_accesses,
+                dram_writes: e.app_writes,
+            }],
+            ..Counters::default()
+        },
+        samples: e.samples,
+        memory: (0..4)
+            .map(|d| NodeMemory {
+                node: NodeId(d),
+                total_bytes: total,
+                free_bytes: (total as f64 * e.free_fraction) as u64,
+            })
+            .collect(),
+        processes: vec![ProcessInfo {
+            pid: PID,
+            comm: "app".into(),
+            threads: (0..4)
+                .map(|d| ThreadInfo {
+                    tid: Tid(101 + d),
+                    cpu: CpuId(d as u32 * 2),
+                    node: NodeId(d as u16),
+                    allowed_cpus: vec![],
+                })
+                .collect(),
+            resident_bytes_by_node: vec![],
+        }],
+        collapses: e.collapses,
+        ..Observation::default()
+    }
+}
+
+fn carrefour() -> Carrefour {
+    Carrefour::new(CarrefourConfig::default()).unwrap()
+}
+
+fn page(i: u64) -> u64 {
+    PAGE + i * 4096
+}
+
+fn range(i: u64, count: u64) -> PageRange {
+    PageRange::new(PID, page(i), count, PageSize::Base4K).unwrap()
+}
+
+#[test]
+fn quiet_application_is_left_alone_and_not_sampled() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        app_accesses: 40_000, // 40 per µs, under the threshold of 50
+        samples: vec![sample(page(0), 2, 0, false), sample(page(0), 2, 0, false)],
+        ..Epoch::default()
+    });
+    assert!(c.decide(&topo(), &obs).is_empty());
+    assert!(!c.last_decisions()[0].enabled);
+    assert_eq!(c.sampling().period_cycles, None);
+}
+
+#[test]
+fn page_used_from_one_node_is_co_located() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        samples: vec![sample(page(0), 2, 0, true), sample(page(0), 2, 0, false)],
+        ..Epoch::default()
+    });
+    assert_eq!(
+        c.decide(&topo(), &obs),
+        vec![Action::MigratePages {
+            range: range(0, 1),
+            to: NodeId(2)
+        }]
+    );
+}
+
+#[test]
+fn page_already_local_is_not_moved() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        samples: vec![sample(page(0), 2, 2, false), sample(page(0), 2, 2, false)],
+        ..Epoch::default()
+    });
+    assert!(c.decide(&topo(), &obs).is_empty());
+}
+
+#[test]
+fn one_sample_is_not_enough() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        samples: vec![sample(page(0), 2, 0, false)],
+        ..Epoch::default()
+    });
+    assert!(c.decide(&topo(), &obs).is_empty());
+}
+
+#[test]
+fn good_locality_disables_co_location() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        served: [100_000, 100_000, 100_000, 100_000],
+        local: [90_000, 90_000, 90_000, 90_000], // LAR 90%
+        samples: vec![sample(page(0), 2, 0, false), sample(page(0), 2, 0, false)],
+        ..Epoch::default()
+    });
+    assert!(c.decide(&topo(), &obs).is_empty());
+    let d = &c.last_decisions()[0];
+    assert!(d.enabled && !d.co_location && !d.interleaving);
+}
+
+/// Two read samples from nodes 1 and 2 for each of `n` pages.
+fn shared_reads(n: u64) -> Vec<Sample> {
+    (0..n)
+        .flat_map(|i| [sample(page(i), 1, 0, false), sample(page(i), 2, 0, false)])
+        .collect()
+}
+
+#[test]
+fn replication_waits_for_500_candidates_then_replicates_them_all() {
+    let mut c = carrefour();
+    let nodes: Vec<NodeId> = (0..4).map(NodeId).collect();
+    let obs = observe(Epoch {
+        samples: shared_reads(300),
+        ..Epoch::default()
+    });
+    assert!(
+        c.decide(&topo(), &obs).is_empty(),
+        "300 marked pages: not yet"
+    );
+    // 300 more (200 of them new): 500 marked, all replicated, as one coalesced range.
+    let samples: Vec<Sample> = (200..500)
+        .flat_map(|i| [sample(page(i), 1, 0, false), sample(page(i), 2, 0, false)])
+        .collect();
+    let obs = observe(Epoch {
+        samples,
+        ..Epoch::default()
+    });
+    assert_eq!(
+        c.decide(&topo(), &obs),
+        vec![Action::Replicate {
+            range: range(0, 500),
+            nodes: nodes.clone()
+        }]
+    );
+    // Once started, a new candidate is replicated at once; a replicated page is not redone.
+    let obs = observe(Epoch {
+        samples: [
+            shared_reads(1),
+            vec![
+                sample(page(900), 1, 0, false),
+                sample(page(900), 3, 0, false),
+            ],
+        ]
+        .concat(),
+        ..Epoch::default()
+    });
+    assert_eq!(
+        c.decide(&topo(), &obs),
+        vec![Action::Replicate {
+            range: range(900, 1),
+            nodes
+        }]
+    );
+}
+
+#[test]
+fn write_heavy_application_interleaves_instead_of_replicating() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        app_writes: 40_000, // MRR 90% < 95%
+        samples: shared_reads(600),
+        ..Epoch::default()
+    });
+    let actions = c.decide(&topo(), &obs);
+    assert!(!c.last_decisions()[0].replication);
+    assert!(!actions.is_empty());
+    // Node 0 serves all the traffic: P_migrate = 1 for pages there, and P_node is 0 for node 0
+    // itself, so every page moves off node 0.
+    let moved: u64 = actions
+        .iter()
+        .map(|a| match a {
+            Action::Interleave { range, nodes } => {
+                assert_eq!(nodes.len(), 1);
+                assert_ne!(nodes[0], NodeId(0));
+                range.count
+            }
+            other => panic!("unexpected {other:?}"),
+        })
+        .sum();
+    assert_eq!(moved, 600);
+}
+
+#[test]
+fn a_written_page_is_not_replicated() {
+    let mut c = carrefour();
+    let mut samples = shared_reads(600);
+    samples.push(sample(page(7), 3, 0, true));
+    let obs = observe(Epoch {
+        samples,
+        ..Epoch::default()
+    });
+    let actions = c.decide(&topo(), &obs);
+    assert!(
+        actions
+            .iter()
+            .any(|a| matches!(a, Action::Interleave { range, .. } if range.contains(page(7))))
+    );
+    assert!(
+        !actions
+            .iter()
+            .any(|a| matches!(a, Action::Replicate { range, .. } if range.contains(page(7))))
+    );
+}
+
+#[test]
+fn little_free_memory_disables_replication() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        free_fraction: 0.7, // below 1 - 1/4
+        samples: shared_reads(600),
+        ..Epoch::default()
+    });
+    c.decide(&topo(), &obs);
+    assert!(!c.last_decisions()[0].replication);
+    assert!(c.last_decisions()[0].interleaving);
+}
+
+#[test]
+fn pages_that_collapsed_more_than_five_times_are_not_replicated_again() {
+    let mut c = carrefour();
+    let collapses = vec![Collapse {
+        page: range(3, 1),
+        count: 6,
+    }];
+    let obs = observe(Epoch {
+        samples: shared_reads(600),
+        collapses,
+        ..Epoch::default()
+    });
+    let actions = c.decide(&topo(), &obs);
+    let replicated: Vec<&PageRange> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Replicate { range, .. } => Some(range),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replicated.iter().map(|r| r.count).sum::<u64>(), 599);
+    assert!(!replicated.iter().any(|r| r.contains(page(3))));
+}
+
+#[test]
+fn balanced_traffic_is_not_interleaved() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        served: [100_000; 4],
+        local: [25_000; 4], // LAR 25%, imbalance 0
+        app_writes: 40_000,
+        samples: shared_reads(10),
+        ..Epoch::default()
+    });
+    assert!(c.decide(&topo(), &obs).is_empty());
+    assert!(!c.last_decisions()[0].interleaving);
+}
+
+#[test]
+fn sampling_slows_down_after_a_quiet_epoch_and_speeds_up_again() {
+    let mut c = carrefour();
+    assert_eq!(c.sampling().period_cycles, Some(65_000));
+    let quiet = observe(Epoch {
+        samples: vec![],
+        ..Epoch::default()
+    });
+    c.decide(&topo(), &quiet);
+    assert_eq!(c.sampling().period_cycles, Some(260_000));
+    let busy: Vec<Sample> = (0..10)
+        .flat_map(|i| [sample(page(i), 2, 0, false), sample(page(i), 2, 0, false)])
+        .collect();
+    c.decide(
+        &topo(),
+        &observe(Epoch {
+            samples: busy,
+            ..Epoch::default()
+        }),
+    );
+    assert_eq!(c.sampling().period_cycles, Some(65_000));
+}
+
+#[test]
+fn techniques_can_be_switched_off_one_by_one() {
+    let cfg = CarrefourConfig {
+        techniques: vec![Technique::Interleaving],
+        ..CarrefourConfig::default()
+    };
+    let mut c = Carrefour::new(cfg).unwrap();
+    let mut samples = shared_reads(600);
+    samples.extend([
+        sample(page(1000), 2, 0, false),
+        sample(page(1000), 2, 0, false),
+    ]);
+    let actions = c.decide(
+        &topo(),
+        &observe(Epoch {
+            samples,
+            ..Epoch::default()
+        }),
+    );
+    assert!(
+        actions
+            .iter()
+            .all(|a| matches!(a, Action::Interleave { .. })),
+        "{actions:?}"
+    );
+    let d = &c.last_decisions()[0];
+    assert!(!d.replication && !d.co_location && d.interleaving);
+}
+
+#[test]
+fn per_application_mode_judges_the_application_on_its_own_samples() {
+    // The machine is balanced and local, but this application's samples all come from node 2
+    // for pages on node 0: on its own traffic, LAR is 0 and co-location applies.
+    let cfg = CarrefourConfig {
+        per_application: true,
+        ..CarrefourConfig::default()
+    };
+    let mut c = Carrefour::new(cfg).unwrap();
+    let obs = observe(Epoch {
+        served: [100_000; 4],
+        local: [90_000; 4],
+        samples: vec![sample(page(0), 2, 0, false), sample(page(0), 2, 0, false)],
+        ..Epoch::default()
+    });
+    assert_eq!(
+        c.decide(&topo(), &obs),
+        vec![Action::MigratePages {
+            range: range(0, 1),
+            to: NodeId(2)
+        }]
+    );
+    let mut global = carrefour();
+    assert!(
+        global.decide(&topo(), &obs).is_empty(),
+        "global mode sees LAR 90%"
+    );
+}
+
+#[test]
+fn tracking_stops_at_the_page_limit() {
+    let cfg = CarrefourConfig {
+        max_tracked_pages: 5,
+        ..CarrefourConfig::default()
+    };
+    let mut c = Carrefour::new(cfg).unwrap();
+    let samples: Vec<Sample> = (0..10)
+        .flat_map(|i| [sample(page(i), 2, 0, false), sample(page(i), 2, 0, false)])
+        .collect();
+    let actions = c.decide(
+        &topo(),
+        &observe(Epoch {
+            samples,
+            ..Epoch::default()
+        }),
+    );
+    assert_eq!(c.tracked_pages(), 5);
+    assert_eq!(
+        actions,
+        vec![Action::MigratePages {
+            range: range(0, 5),
+            to: NodeId(2)
+        }]
+    );
+}
+
+#[test]
+fn bad_parameters_are_refused() {
+    let bad = |cfg: CarrefourConfig| Carrefour::new(cfg).is_err();
+    assert!(bad(CarrefourConfig {
+        mrr_threshold: 1.5,
+        ..CarrefourConfig::default()
+    }));
+    assert!(bad(CarrefourConfig {
+        sampling_period_low_cycles: 0,
+        ..CarrefourConfig::default()
+    }));
+    assert!(bad(CarrefourConfig {
+        min_samples_per_page: 0,
+        ..CarrefourConfig::default()
+    }));
+    assert!(bad(CarrefourConfig {
+        replication_min_free_fraction: Some(-0.1),
+        ..CarrefourConfig::default()
+    }));
+}
+
+fn arb_samples() -> impl Strategy<Value = Vec<Sample>> {
+    proptest::collection::vec((0u64..40, 0u16..4, 0u16..4, any::<bool>()), 0..300).prop_map(|v| {
+        v.into_iter()
+            .map(|(p, n, h, w)| sample(page(p), n, h, w))
+            .collect()
+    })
+}
+
+proptest! {
+    #[test]
+    fn no_decision_on_a_page_with_fewer_than_two_samples(samples in arb_samples(), writes in 0u64..100_000) {
+        let mut c = carrefour();
+        let counts: HashMap<u64, usize> = samples.iter().fold(HashMap::new(), |mut m, s| {
+            *m.entry(s.page()).or_default() += 1;
+            m
+        });
+        let obs = observe(Epoch { samples, app_writes: writes, ..Epoch::default() });
+        for a in c.decide(&topo(), &obs) {
+            let r = match &a {
+                Action::MigratePages { range, .. } | Action::Interleave { range, .. } | Action::Replicate { range, .. } => *range,
+                other => panic!("unexpected {other:?}"),
+            };
+            for p in r.page_starts() {
+                prop_assert!(counts.get(&p).copied().unwrap_or(0) >= 2, "page {p:#x} acted on with < 2 samples");
+            }
+        }
+    }
+
+    #[test]
+    fn never_replicates_below_the_mrr_threshold(samples in arb_samples(), write_share in 0.051f64..1.0) {
+        let mut c = carrefour();
+        let obs = observe(Epoch {
+            samples: [samples, shared_reads(600)].concat(),
+            app_writes: (400_000.0 * write_share) as u64,
+            ..Epoch::default()
+        });
+        let actions = c.decide(&topo(), &obs);
+        let replicates = actions.iter().filter(|a| matches!(a, Action::Replicate { .. })).count();
+        prop_assert_eq!(replicates, 0);
+    }
+}
+
+#[test]
+fn interleave_destinations_follow_p_node() {
+    // Traffic served: node 0 60%, node 1 10%, node 2 10%, node 3 20%. Pages on node 0 move away
+    // with P_migrate = 0.6, to nodes 1, 2, 3 in proportion to 0.9 : 0.9 : 0.8.
+    let n_pages = 6000u64;
+    let samples: Vec<Sample> = (0..n_pages)
+        .flat_map(|i| [sample(page(i), 1, 0, true), sample(page(i), 2, 0, false)])
+        .collect();
+    let obs = observe(Epoch {
+        served: [600_000, 100_000, 100_000, 200_000],
+        local: [150_000, 25_000, 25_000, 50_000],
+        app_accesses: 1_000_000,
+        samples,
+        ..Epoch::default()
+    });
+    let mut c = Carrefour::new(CarrefourConfig {
+        max_tracked_pages: 10_000,
+        ..CarrefourConfig::default()
+    })
+    .unwrap();
+    let mut to = [0u64; 4];
+    for a in c.decide(&topo(), &obs) {
+        if let Action::Interleave { range, nodes } = a {
+            to[usize::from(nodes[0].0)] += range.count;
+        }
+    }
+    let moved: u64 = to.iter().sum();
+    let p_migrate = moved as f64 / n_pages as f64;
+    assert!((p_migrate - 0.6).abs() < 0.03, "P_migrate {p_migrate}");
+    assert_eq!(to[0], 0);
+    for (n, w) in [(1, 0.9), (2, 0.9), (3, 0.8)] {
+        let share = to[n] as f64 / moved as f64;
+        assert!((share - w / 2.6).abs() < 0.03, "node {n}: {share}");
+    }
+}

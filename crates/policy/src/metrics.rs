@@ -1,0 +1,244 @@
+//! The traffic metrics the policies decide on, named as in the papers (000_4074eef64cabe9e6.txt
+//! Table 2 for Carrefour's): computed from an [`Observation`] only.
+
+use rondpoint_model::{Observation, Pid};
+
+/// Population standard deviation over the mean, in percent (0 when the mean is 0): the
+/// imbalance of 000_4074eef64cabe9e6.txt section 2.
+pub fn imbalance_pct(loads: &[f64]) -> f64 {
+    if loads.is_empty() {
+        return 0.0;
+    }
+    let mean = loads.iter().sum::<f64>() / loads.len() as f64;
+    if mean <= 0.0 {
+        return 0.0;
+    }
+    let var = loads.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / loads.len() as f64;
+    100.0 * var.sqrt() / mean
+}
+
+/// Machine-wide metrics of one epoch, from the per-node counters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GlobalMetrics {
+    /// Memory-controller imbalance (percent).
+    pub mc_imbalance_pct: f64,
+    /// Local access ratio (0 to 1; 1 when there was no DRAM traffic).
+    pub lar: f64,
+    /// DRAM accesses per microsecond, whole machine.
+    pub maptu: f64,
+    /// DRAM accesses per microsecond served by each node's controller (dense node index).
+    pub maptu_by_node: Vec<f64>,
+    /// Free memory over total memory.
+    pub free_fraction: f64,
+    /// Memory read ratio: DRAM reads over DRAM accesses (1 when there were none).
+    pub mrr: f64,
+}
+
+/// Metrics of one application in one epoch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppMetrics {
+    pub pid: Pid,
+    /// DRAM accesses per microsecond by the application's threads.
+    pub maptu: f64,
+    /// Memory read ratio of the application (from its threads' counters).
+    pub mrr: f64,
+    /// CPU utilisation (percent of its threads' time), estimated as its threads' cycles over
+    /// the cycles of the busiest thread on the machine (policies are not told the clock).
+    pub cpu_pct: f64,
+    /// Local access ratio from the application's samples that know their home node.
+    pub lar: Option<f64>,
+    /// Imbalance of the application's samples over home nodes (percent).
+    pub mc_imbalance_pct: Option<f64>,
+    /// DRAM accesses per microsecond to each node attributed to this application, estimated
+    /// from the share of its samples homed there.
+    pub maptu_by_node: Option<Vec<f64>>,
+}
+
+fn micros(obs: &Observation) -> f64 {
+    (obs.counters.duration_ns as f64 / 1e3).max(1e-9)
+}
+
+/// Machine-wide metrics.
+pub fn global(obs: &Observation) -> GlobalMetrics {
+    let us = micros(obs);
+    let nodes = &obs.counters.nodes;
+    let served: Vec<f64> = nodes.iter().map(|n| n.dram_accesses() as f64).collect();
+    let total: f64 = served.iter().sum();
+    let local: f64 = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| n.dram_accesses_by_source.get(i).copied().unwrap_or(0) as f64)
+        .sum();
+    let writes: f64 = nodes.iter().map(|n| n.dram_writes as f64).sum();
+    let mem_total: u64 = obs.memory.iter().map(|m| m.total_bytes).sum();
+    let mem_free: u64 = obs.memory.iter().map(|m| m.free_bytes).sum();
+    GlobalMetrics {
+        mc_imbalance_pct: imbalance_pct(&served),
+        lar: if total > 0.0 { local / total } else { 1.0 },
+        maptu: total / us,
+        maptu_by_node: served.iter().map(|s| s / us).collect(),
+        free_fraction: if mem_total > 0 {
+            mem_free as f64 / mem_total as f64
+        } else {
+            0.0
+        },
+        mrr: if total > 0.0 {
+            1.0 - writes / total
+        } else {
+            1.0
+        },
+    }
+}
+
+/// Per-application metrics, one per process seen in the counters or samples, sorted by pid.
+pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
+    let us = micros(obs);
+    let mut pids: Vec<Pid> = obs.counters.threads.iter().map(|t| t.pid).collect();
+    pids.extend(obs.samples.iter().map(|s| s.pid));
+    pids.sort_unstable();
+    pids.dedup();
+    let busiest = obs
+        .counters
+        .threads
+        .iter()
+        .map(|t| t.cycles)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    pids.into_iter()
+        .map(|pid| {
+            let threads: Vec<_> = obs
+                .counters
+                .threads
+                .iter()
+                .filter(|t| t.pid == pid)
+                .collect();
+            let accesses: f64 = threads.iter().map(|t| t.dram_accesses as f64).sum();
+            let writes: f64 = threads.iter().map(|t| t.dram_writes as f64).sum();
+            let cycles: f64 = threads.iter().map(|t| t.cycles as f64).sum();
+            let mut by_home = vec![0.0; nodes];
+            let (mut known, mut local) = (0.0, 0.0);
+            for s in obs.samples.iter().filter(|s| s.pid == pid) {
+                if let Some(h) = s.home_node {
+                    if let Some(slot) = by_home.get_mut(usize::from(h.0)) {
+                        *slot += 1.0;
+                    }
+                    known += 1.0;
+                    if h == s.node {
+                        local += 1.0;
+                    }
+                }
+            }
+            let maptu = accesses / us;
+            AppMetrics {
+                pid,
+                maptu,
+                mrr: if accesses > 0.0 {
+                    1.0 - writes / accesses
+                } else {
+                    1.0
+                },
+                cpu_pct: if threads.is_empty() {
+                    0.0
+                } else {
+                    100.0 * cycles / (busiest * threads.len() as f64)
+                },
+                lar: (known > 0.0).then(|| local / known),
+                mc_imbalance_pct: (known > 0.0).then(|| imbalance_pct(&by_home)),
+                maptu_by_node: (known > 0.0)
+                    .then(|| by_home.iter().map(|c| maptu * c / known).collect()),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rondpoint_model::{
+        AccessKind, Counters, CpuId, NodeCounters, NodeId, NodeMemory, PageSize, Sample,
+        SampleSource, ThreadCounters, Tid,
+    };
+
+    fn node(i: u16, by_source: Vec<u64>, writes: u64) -> NodeCounters {
+        NodeCounters {
+            node: NodeId(i),
+            dram_accesses_by_source: by_source,
+            dram_writes: writes,
+            ..NodeCounters::default()
+        }
+    }
+
+    #[test]
+    fn global_metrics_from_counters() {
+        // Node 0 serves 300 accesses (100 local), node 1 serves 100 (all local); 40 writes.
+        let obs = Observation {
+            counters: Counters {
+                duration_ns: 1_000_000,
+                nodes: vec![node(0, vec![100, 200], 30), node(1, vec![0, 100], 10)],
+                ..Counters::default()
+            },
+            memory: vec![
+                NodeMemory {
+                    node: NodeId(0),
+                    total_bytes: 100,
+                    free_bytes: 25,
+                },
+                NodeMemory {
+                    node: NodeId(1),
+                    total_bytes: 100,
+                    free_bytes: 75,
+                },
+            ],
+            ..Observation::default()
+        };
+        let g = global(&obs);
+        assert!((g.lar - 0.5).abs() < 1e-12);
+        assert!((g.maptu - 0.4).abs() < 1e-12, "400 accesses in 1000 µs");
+        assert!((g.mc_imbalance_pct - 50.0).abs() < 1e-9);
+        assert!((g.free_fraction - 0.5).abs() < 1e-12);
+        assert!((g.mrr - 0.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn app_metrics_from_threads_and_samples() {
+        let sample = |node: u16, home: u16| Sample {
+            pid: Pid(7),
+            tid: Tid(7),
+            cpu: CpuId(0),
+            node: NodeId(node),
+            addr: 0x1000,
+            page_size: PageSize::Base4K,
+            kind: AccessKind::Read,
+            source: SampleSource::Simulated,
+            latency_cycles: None,
+            dram: Some(true),
+            home_node: Some(NodeId(home)),
+        };
+        let obs = Observation {
+            counters: Counters {
+                duration_ns: 2_000,
+                threads: vec![ThreadCounters {
+                    pid: Pid(7),
+                    tid: Tid(7),
+                    node: NodeId(0),
+                    instructions: 10,
+                    cycles: 100,
+                    llc_misses: 8,
+                    dram_accesses: 8,
+                    dram_writes: 2,
+                }],
+                ..Counters::default()
+            },
+            samples: vec![sample(0, 0), sample(0, 1), sample(0, 1), sample(1, 1)],
+            ..Observation::default()
+        };
+        let a = &per_app(&obs, 2)[0];
+        assert_eq!(a.pid, Pid(7));
+        assert!((a.maptu - 4.0).abs() < 1e-12, "8 accesses in 2 µs");
+        assert!((a.mrr - 0.75).abs() < 1e-12);
+        assert_eq!(a.lar, Some(0.5));
+        assert!((a.cpu_pct - 100.0).abs() < 1e-9);
+        assert_eq!(a.maptu_by_node, Some(vec![1.0, 3.0]));
+    }
+}
