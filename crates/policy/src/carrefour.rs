@@ -36,8 +36,9 @@ use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
     AccessKind, Action, NodeId, Observation, PageRange, PageSize, Pid, SamplingRequest, Topology,
 };
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One of Carrefour's three mechanisms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -122,8 +123,9 @@ pub const COUNTED_NODES: usize = 16;
 /// Sampled accesses to one page in the current epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PageStats {
-    /// Samples from each node (dense index), for the first [`COUNTED_NODES`] nodes.
-    pub by_node: [u16; COUNTED_NODES],
+    /// Samples from each node (dense index, saturating at 255), for the first
+    /// [`COUNTED_NODES`] nodes.
+    pub by_node: [u8; COUNTED_NODES],
     /// Nodes that accessed it (bit per dense node index; up to 64 nodes).
     pub node_mask: u64,
     pub samples: u32,
@@ -151,11 +153,14 @@ pub struct Carrefour {
     cfg: CarrefourConfig,
     rng: Pcg64Mcg,
     period: Option<u64>,
-    pages: HashMap<PageKey, PageStats>,
-    collapses: HashMap<PageKey, u32>,
-    replicated: HashSet<PageKey>,
-    pending_replication: BTreeMap<Pid, Vec<PageKey>>,
-    replicating: HashSet<Pid>,
+    /// Page -> index into `stats` (a small map; the statistics themselves sit densely in
+    /// first-sample order, which also fixes the order of decisions).
+    index: FxHashMap<PageKey, u32>,
+    stats: Vec<(PageKey, PageStats)>,
+    collapses: FxHashMap<PageKey, u32>,
+    replicated: FxHashSet<PageKey>,
+    pending_replication: BTreeMap<Pid, BTreeSet<PageKey>>,
+    replicating: FxHashSet<Pid>,
     last_global: Option<GlobalMetrics>,
     last_decisions: Vec<AppDecision>,
 }
@@ -188,11 +193,12 @@ impl Carrefour {
         Ok(Self {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             period: Some(cfg.sampling_period_high_cycles),
-            pages: HashMap::with_capacity(cfg.max_tracked_pages.min(1 << 16)),
-            collapses: HashMap::new(),
-            replicated: HashSet::new(),
+            index: FxHashMap::default(),
+            stats: Vec::new(),
+            collapses: FxHashMap::default(),
+            replicated: FxHashSet::default(),
             pending_replication: BTreeMap::new(),
-            replicating: HashSet::new(),
+            replicating: FxHashSet::default(),
             last_global: None,
             last_decisions: Vec::new(),
             cfg,
@@ -216,19 +222,20 @@ impl Carrefour {
 
     /// Pages tracked in the last epoch.
     pub fn tracked_pages(&self) -> usize {
-        self.pages.len()
+        self.stats.len()
     }
 
     /// Bytes of state kept (the paper's figure for this is 5 MB, section 4.4).
     pub fn state_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<PageKey>() + std::mem::size_of::<PageStats>() + 8;
-        self.pages.capacity() * entry
+        let key = std::mem::size_of::<PageKey>();
+        self.index.capacity() * (key + 4 + 1)
+            + self.stats.capacity() * std::mem::size_of::<(PageKey, PageStats)>()
             + self.collapses.capacity() * (std::mem::size_of::<PageKey>() + 12)
             + self.replicated.capacity() * (std::mem::size_of::<PageKey>() + 8)
             + self
                 .pending_replication
                 .values()
-                .map(|v| v.capacity() * std::mem::size_of::<PageKey>())
+                .map(|v| v.len() * (std::mem::size_of::<PageKey>() + 8))
                 .sum::<usize>()
     }
 
@@ -238,15 +245,21 @@ impl Carrefour {
 
     /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`).
     fn ingest(&mut self, topology: &Topology, obs: &Observation) {
-        self.pages.clear();
+        self.index.clear();
+        self.stats.clear();
         for s in &obs.samples {
             let key = (s.pid, s.page(), s.page_size);
-            let full = self.pages.len() >= self.cfg.max_tracked_pages;
-            let stats = match self.pages.get_mut(&key) {
-                Some(st) => st,
-                None if full => continue,
-                None => self.pages.entry(key).or_default(),
+            let i = match self.index.get(&key) {
+                Some(&i) => i as usize,
+                None if self.stats.len() >= self.cfg.max_tracked_pages => continue,
+                None => {
+                    let i = self.stats.len();
+                    self.index.insert(key, i as u32);
+                    self.stats.push((key, PageStats::default()));
+                    i
+                }
             };
+            let stats = &mut self.stats[i].1;
             let Some(node) = topology.index_of(s.node) else {
                 continue;
             };
@@ -330,7 +343,7 @@ fn coalesce(mut actions: Vec<Action>) -> Vec<Action> {
             _ => None,
         }
     }
-    actions.sort_by_key(key);
+    actions.sort_by_cached_key(key);
     let mut out: Vec<Action> = Vec::with_capacity(actions.len());
     for a in actions {
         if let Some(last) = out.last_mut() {
@@ -440,18 +453,20 @@ impl Policy for Carrefour {
             thread_nodes.insert(p.pid, v);
         }
 
-        // Page-local decisions, in page order so that runs are deterministic.
-        let mut keys: Vec<PageKey> = self.pages.keys().copied().collect();
-        keys.sort_unstable();
+        let decision_of: HashMap<Pid, usize> = decisions
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.pid, i))
+            .collect();
+
+        // Page-local decisions, in the order pages were first sampled (deterministic).
         let mut actions = Vec::new();
-        for key in keys {
-            let Some(stats) = self.pages.get(&key).copied() else {
-                continue;
-            };
+        for i in 0..self.stats.len() {
+            let (key, stats) = self.stats[i];
             if stats.samples < self.cfg.min_samples_per_page {
                 continue;
             }
-            let Some(d) = decisions.iter().find(|d| d.pid == key.0) else {
+            let Some(d) = decision_of.get(&key.0).map(|&i| &decisions[i]) else {
                 continue;
             };
             if !d.enabled {
@@ -473,23 +488,19 @@ impl Policy for Carrefour {
             let collapsed = self.collapses.get(&key).copied().unwrap_or(0);
             if read_only && d.replication && collapsed <= self.cfg.max_collapses_per_page {
                 if !self.replicated.contains(&key) {
-                    let pending = self.pending_replication.entry(key.0).or_default();
-                    if !pending.contains(&key) {
-                        pending.push(key);
-                    }
+                    self.pending_replication
+                        .entry(key.0)
+                        .or_default()
+                        .insert(key);
                 }
                 continue;
             }
             if d.interleaving {
-                let by_node = if self.cfg.per_application {
-                    d.metrics
-                        .maptu_by_node
-                        .clone()
-                        .unwrap_or_else(|| global.maptu_by_node.clone())
-                } else {
-                    global.maptu_by_node.clone()
+                let by_node = match (&d.metrics.maptu_by_node, self.cfg.per_application) {
+                    (Some(own), true) => own.as_slice(),
+                    _ => global.maptu_by_node.as_slice(),
                 };
-                if let Some(dest) = self.draw_destination(&by_node, home, &memory_nodes) {
+                if let Some(dest) = self.draw_destination(by_node, home, &memory_nodes) {
                     actions.push(Action::Interleave {
                         range,
                         nodes: vec![topology.nodes()[dest].id],
@@ -530,7 +541,9 @@ impl Policy for Carrefour {
         }
         // Bound the pending lists to the tracking capacity.
         for v in self.pending_replication.values_mut() {
-            v.truncate(self.cfg.max_tracked_pages);
+            while v.len() > self.cfg.max_tracked_pages {
+                v.pop_last();
+            }
         }
 
         // Adaptive sampling (section 3.3.1).

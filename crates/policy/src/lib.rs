@@ -104,6 +104,15 @@ impl PolicyConfig {
         }
     }
 
+    /// Builds every policy the configuration has a table for, so that a bad parameter is
+    /// reported when the file is read, not when the policy first runs.
+    pub fn check(&self) -> Result<(), PolicyError> {
+        for name in self.tables.keys() {
+            build(name, self)?;
+        }
+        Ok(())
+    }
+
     /// The parameters of one policy, parsed into its config struct (defaults for what is not
     /// given; unknown keys are errors).
     pub fn get<T: serde::de::DeserializeOwned + Default>(

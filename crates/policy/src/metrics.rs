@@ -91,12 +91,29 @@ pub fn global(obs: &Observation) -> GlobalMetrics {
 }
 
 /// Per-application metrics, one per process seen in the counters or samples, sorted by pid.
+/// One pass over the threads and one over the samples, whatever the number of processes.
 pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
+    #[derive(Default)]
+    struct Acc {
+        accesses: f64,
+        writes: f64,
+        cycles: f64,
+        threads: usize,
+        by_home: Vec<f64>,
+        known: f64,
+        local: f64,
+    }
     let us = micros(obs);
-    let mut pids: Vec<Pid> = obs.counters.threads.iter().map(|t| t.pid).collect();
-    pids.extend(obs.samples.iter().map(|s| s.pid));
-    pids.sort_unstable();
-    pids.dedup();
+    let mut apps: Vec<(Pid, Acc)> = Vec::new();
+    let slot_of = |apps: &mut Vec<(Pid, Acc)>, pid: Pid| -> usize {
+        match apps.iter().position(|(p, _)| *p == pid) {
+            Some(i) => i,
+            None => {
+                apps.push((pid, Acc::default()));
+                apps.len() - 1
+            }
+        }
+    };
     let busiest = obs
         .counters
         .threads
@@ -105,48 +122,60 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
         .max()
         .unwrap_or(0)
         .max(1) as f64;
-    pids.into_iter()
-        .map(|pid| {
-            let threads: Vec<_> = obs
-                .counters
-                .threads
-                .iter()
-                .filter(|t| t.pid == pid)
-                .collect();
-            let accesses: f64 = threads.iter().map(|t| t.dram_accesses as f64).sum();
-            let writes: f64 = threads.iter().map(|t| t.dram_writes as f64).sum();
-            let cycles: f64 = threads.iter().map(|t| t.cycles as f64).sum();
-            let mut by_home = vec![0.0; nodes];
-            let (mut known, mut local) = (0.0, 0.0);
-            for s in obs.samples.iter().filter(|s| s.pid == pid) {
-                if let Some(h) = s.home_node {
-                    if let Some(slot) = by_home.get_mut(usize::from(h.0)) {
-                        *slot += 1.0;
-                    }
-                    known += 1.0;
-                    if h == s.node {
-                        local += 1.0;
-                    }
-                }
+    for t in &obs.counters.threads {
+        let i = slot_of(&mut apps, t.pid);
+        let a = &mut apps[i].1;
+        a.accesses += t.dram_accesses as f64;
+        a.writes += t.dram_writes as f64;
+        a.cycles += t.cycles as f64;
+        a.threads += 1;
+    }
+    // Samples come in runs of one process: remember the last one's slot.
+    let mut last: Option<(Pid, usize)> = None;
+    for s in &obs.samples {
+        let Some(h) = s.home_node else { continue };
+        let i = match last {
+            Some((pid, i)) if pid == s.pid => i,
+            _ => {
+                let i = slot_of(&mut apps, s.pid);
+                last = Some((s.pid, i));
+                i
             }
-            let maptu = accesses / us;
+        };
+        let acc = &mut apps[i].1;
+        if acc.by_home.len() != nodes {
+            acc.by_home = vec![0.0; nodes];
+        }
+        if let Some(slot) = acc.by_home.get_mut(usize::from(h.0)) {
+            *slot += 1.0;
+        }
+        acc.known += 1.0;
+        if h == s.node {
+            acc.local += 1.0;
+        }
+    }
+    apps.sort_by_key(|(pid, _)| *pid);
+    apps.into_iter()
+        .map(|(pid, a)| {
+            let maptu = a.accesses / us;
+            let known = a.known > 0.0;
             AppMetrics {
                 pid,
                 maptu,
-                mrr: if accesses > 0.0 {
-                    1.0 - writes / accesses
+                mrr: if a.accesses > 0.0 {
+                    1.0 - a.writes / a.accesses
                 } else {
                     1.0
                 },
-                cpu_pct: if threads.is_empty() {
+                cpu_pct: if a.threads == 0 {
                     0.0
                 } else {
-                    100.0 * cycles / (busiest * threads.len() as f64)
+                    100.0 * a.cycles / (busiest * a.threads as f64)
                 },
-                lar: (known > 0.0).then(|| local / known),
-                mc_imbalance_pct: (known > 0.0).then(|| imbalance_pct(&by_home)),
-                maptu_by_node: (known > 0.0)
-                    .then(|| by_home.iter().map(|c| maptu * c / known).collect()),
+                lar: known.then(|| a.local / a.known),
+                mc_imbalance_pct: known.then(|| imbalance_pct(&a.by_home)),
+                maptu_by_node: known
+                    .then(|| a.by_home.iter().map(|c| maptu * c / a.known).collect()),
             }
         })
         .collect()

@@ -187,8 +187,12 @@ pub fn policy_config(
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading policy configuration {}", path.display()))?;
-            rondpoint_policy::PolicyConfig::from_toml(&text)
-                .with_context(|| format!("in policy configuration {}", path.display()))?
+            let config = rondpoint_policy::PolicyConfig::from_toml(&text)
+                .with_context(|| format!("in policy configuration {}", path.display()))?;
+            config
+                .check()
+                .with_context(|| format!("in policy configuration {}", path.display()))?;
+            config
         }
         None => rondpoint_policy::PolicyConfig::default(),
     };

@@ -1,0 +1,158 @@
+//! End-to-end tests of `rondpoint record` and `rondpoint replay`, and of policy configuration
+//! on the command line.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{rondpoint, stdout};
+use predicates::prelude::*;
+use serde_json::Value;
+
+#[test]
+fn record_then_replay_carrefour_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("facerec.jsonl");
+    let f = file.to_str().unwrap();
+    rondpoint(&[
+        "record",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "facerec",
+        "-p",
+        "carrefour",
+        "--max-samples",
+        "5000",
+        "-o",
+        f,
+    ])
+    .assert()
+    .success()
+    .stderr(predicate::str::contains("recorded"));
+    let first = std::fs::read_to_string(&file).unwrap();
+    let header: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    assert_eq!(header["kind"], "header");
+    assert_eq!(header["version"], 1);
+    let epochs = first.lines().count() - 1;
+    assert!(epochs >= 3, "{epochs} epochs");
+
+    // Replaying Carrefour over its own recording takes decisions; replaying first-touch none.
+    let j: Value =
+        serde_json::from_str(&stdout(&["replay", f, "-p", "carrefour", "--json"])).unwrap();
+    let replayed = j["epochs"].as_array().unwrap();
+    assert_eq!(replayed.len(), epochs);
+    assert!(
+        replayed
+            .iter()
+            .any(|e| !e["actions"].as_array().unwrap().is_empty())
+    );
+    assert!(
+        replayed
+            .iter()
+            .all(|e| e["samples"].as_u64().unwrap() <= 5000)
+    );
+    let out = stdout(&["replay", f, "-p", "first-touch"]);
+    assert!(out.contains("first-touch over"), "{out}");
+    assert!(!out.contains("migrate"), "{out}");
+    // The same replay twice gives the same decisions.
+    assert_eq!(
+        stdout(&["replay", f, "-p", "carrefour", "--json"]),
+        stdout(&["replay", f, "-p", "carrefour", "--json"])
+    );
+}
+
+#[test]
+fn replay_of_a_bad_file_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.jsonl");
+    std::fs::write(&file, "{\"kind\":\"epoch\"}\n").unwrap();
+    rondpoint(&["replay", file.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("bad.jsonl"))
+        .stderr(predicate::str::contains("line 1"));
+    rondpoint(&["replay", "no/such/file"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no/such/file"));
+}
+
+#[test]
+fn techniques_restrict_carrefour() {
+    let j: Value = serde_json::from_str(&stdout(&[
+        "sim",
+        "-q",
+        "--json",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "facerec",
+        "-p",
+        "carrefour",
+        "--techniques",
+        "interleaving",
+    ]))
+    .unwrap();
+    let r = &j["runs"][0];
+    assert_eq!(r["pages_replicated"], 0);
+    assert_eq!(r["pages_migrated"], 0);
+    assert!(r["pages_interleaved"].as_u64().unwrap() > 0);
+    rondpoint(&[
+        "sim",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "facerec",
+        "-p",
+        "carrefour",
+        "--techniques",
+        "magic",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("unknown technique 'magic'"))
+    .stderr(predicate::str::contains("co-location"));
+}
+
+#[test]
+fn bad_policy_configuration_fails_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("policy.toml");
+    std::fs::write(&cfg, "[carrefour]\nlar_treshold = 0.7\n").unwrap();
+    rondpoint(&[
+        "sim",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "facerec",
+        "-p",
+        "carrefour",
+        "--config",
+        cfg.to_str().unwrap(),
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("policy.toml"))
+    .stderr(predicate::str::contains("lar_treshold"))
+    .stderr(predicate::str::contains("simulated s").not());
+    std::fs::write(
+        &cfg,
+        "[carrefour]\nmrr_threshold = 0.9\n[autonuma]\nscan_size_mb = 64\n",
+    )
+    .unwrap();
+    rondpoint(&[
+        "sim",
+        "-q",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "facerec",
+        "-p",
+        "carrefour,autonuma",
+        "--config",
+        cfg.to_str().unwrap(),
+    ])
+    .assert()
+    .success();
+}

@@ -1,0 +1,124 @@
+//! Carrefour's decision cost (not a timed test; `cargo bench -p rondpoint-policy`).
+//!
+//! Prints the time of one `decide` on an epoch with 100,000 samples over 30,000 pages of a
+//! 4-node machine, and the bytes of state the policy keeps. Targets (issue 4): under 1 ms per
+//! epoch; at most 5 MB of state (the paper's figure, 000_4074eef64cabe9e6.txt section 4.4).
+
+use rondpoint_model::synthetic::TopologyBuilder;
+use rondpoint_model::{
+    AccessKind, Counters, CpuId, NodeCounters, NodeId, NodeMemory, Observation, PageSize, Pid,
+    ProcessInfo, Sample, SampleSource, ThreadCounters, ThreadInfo, Tid,
+};
+use rondpoint_policy::Policy;
+use rondpoint_policy::carrefour::{Carrefour, CarrefourConfig};
+use std::error::Error;
+use std::time::Instant;
+
+fn observation(seed: u64) -> Observation {
+    // A cheap deterministic generator (xorshift) keeps the benchmark free of dependencies.
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let samples = (0..100_000)
+        .map(|_| {
+            let r = next();
+            let page = r % 30_000;
+            let node = ((r >> 20) % 4) as u16;
+            Sample {
+                pid: Pid(1),
+                tid: Tid(1),
+                cpu: CpuId(u32::from(node)),
+                node: NodeId(node),
+                addr: 0x7f00_0000_0000 + page * 4096,
+                page_size: PageSize::Base4K,
+                kind: if (r >> 40) % 10 == 0 {
+                    AccessKind::Write
+                } else {
+                    AccessKind::Read
+                },
+                source: SampleSource::Ibs,
+                latency_cycles: None,
+                dram: Some(true),
+                home_node: Some(NodeId(((r >> 30) % 4) as u16)),
+            }
+        })
+        .collect();
+    Observation {
+        counters: Counters {
+            duration_ns: 1_000_000_000,
+            nodes: (0..4)
+                .map(|d| NodeCounters {
+                    node: NodeId(d),
+                    dram_accesses_by_source: vec![if d == 0 { 200_000_000 } else { 10_000_000 }; 4],
+                    ..NodeCounters::default()
+                })
+                .collect(),
+            threads: vec![ThreadCounters {
+                pid: Pid(1),
+                tid: Tid(1),
+                node: NodeId(0),
+                instructions: 1 << 30,
+                cycles: 1 << 31,
+                llc_misses: 900_000_000,
+                dram_accesses: 900_000_000,
+                dram_writes: 10_000_000,
+            }],
+            ..Counters::default()
+        },
+        samples,
+        memory: (0..4)
+            .map(|d| NodeMemory {
+                node: NodeId(d),
+                total_bytes: 16 << 30,
+                free_bytes: 15 << 30,
+            })
+            .collect(),
+        processes: vec![ProcessInfo {
+            pid: Pid(1),
+            comm: "bench".into(),
+            threads: (0..4)
+                .map(|d| ThreadInfo {
+                    tid: Tid(1 + d),
+                    cpu: CpuId(d as u32),
+                    node: NodeId(d as u16),
+                    allowed_cpus: vec![],
+                })
+                .collect(),
+            resident_bytes_by_node: vec![],
+        }],
+        ..Observation::default()
+    }
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let topo = TopologyBuilder::new(4).cores_per_llc(4).build()?;
+    let mut c = Carrefour::new(CarrefourConfig::default())?;
+    let epochs: Vec<Observation> = (1..=20).map(observation).collect();
+    // Warm up once, then time the rest.
+    c.decide(&topo, &epochs[0]);
+    let started = Instant::now();
+    let mut actions = 0;
+    for obs in &epochs[1..] {
+        actions += c.decide(&topo, obs).len();
+    }
+    let per_epoch = started.elapsed().as_secs_f64() / (epochs.len() - 1) as f64;
+    println!(
+        "carrefour decide: {:.3} ms per epoch (100,000 samples, {} pages tracked, {} actions per \
+         epoch); target under 1 ms: {:.2}x the target",
+        per_epoch * 1e3,
+        c.tracked_pages(),
+        actions / (epochs.len() - 1),
+        per_epoch / 1e-3
+    );
+    let bytes = c.state_bytes();
+    println!(
+        "carrefour state: {:.2} MB; target at most 5 MB: {:.2}x the target",
+        bytes as f64 / 1e6,
+        bytes as f64 / 5e6
+    );
+    Ok(())
+}
