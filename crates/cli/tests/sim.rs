@@ -170,3 +170,33 @@ share = 1.0
         .stderr(predicate::str::contains("wants 64 threads"))
         .stderr(predicate::str::contains("16 cores"));
 }
+
+#[test]
+fn rate_limits_cap_what_a_policy_moves() {
+    let args = |limit: &str| {
+        let j: Value = serde_json::from_str(&stdout(&[
+            "sim",
+            "-q",
+            "--json",
+            "-m",
+            "opteron-8385",
+            "-w",
+            "facerec",
+            "-p",
+            "carrefour",
+            "--max-pages-per-epoch",
+            limit,
+        ]))
+        .unwrap();
+        let r = &j["runs"][0];
+        (
+            r["pages_replicated"].as_u64().unwrap(),
+            r["completion_s"].as_f64().unwrap(),
+        )
+    };
+    let (free, t_free) = args("1000000");
+    let (capped, t_capped) = args("100");
+    assert!(free > 1000);
+    assert!(capped < free, "{capped} vs {free}");
+    assert!(t_capped > t_free);
+}

@@ -66,6 +66,15 @@ pub struct SimArgs {
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     epoch_ms: u64,
 
+    /// Most pages (4 KiB or 2 MiB) a policy may move, interleave or replicate per epoch; the
+    /// rest of its actions are skipped and counted.
+    #[arg(long, value_name = "PAGES")]
+    max_pages_per_epoch: Option<u64>,
+
+    /// Most megabytes a policy may move, interleave or replicate per epoch.
+    #[arg(long, value_name = "MB")]
+    max_mb_per_epoch: Option<u64>,
+
     /// Print JSON (schema in docs/json/sim.md) instead of a table.
     #[arg(long)]
     json: bool,
@@ -131,6 +140,10 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     };
     let engine = EngineConfig {
         epoch_ns: args.epoch_ms * 1_000_000,
+        limits: rondpoint_engine::RateLimits {
+            max_pages_per_epoch: args.max_pages_per_epoch,
+            max_bytes_per_epoch: args.max_mb_per_epoch.map(|mb| mb.saturating_mul(1_000_000)),
+        },
         ..EngineConfig::default()
     };
     let progress = !args.quiet;
