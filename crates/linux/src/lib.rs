@@ -5,6 +5,8 @@
 //! backend (procfs, perf counters and sampling, move_pages and friends behind one syscall
 //! trait) grows here.
 
+pub mod actuate;
+pub mod sys;
 pub mod sysfs;
 
 pub use sysfs::{Discovery, SysfsError, discover};

@@ -1,0 +1,565 @@
+//! Carrying out actions on a live kernel: page moves (move_pages, batched per target node,
+//! verified by a placement query), whole-application moves (sched_setaffinity and
+//! migrate_pages), thread pinning. Backends decide nothing: an action is done as asked, or
+//! reported as not done with the reason.
+//!
+//! Outcome accounting per page: `pages_done` counts pages a placement query found on their
+//! target node after the move (pages already there count as done without a move);
+//! failures are counted by the errno the kernel reported for the page (EBUSY, ENOMEM, EFAULT,
+//! ENOENT for a page not present, EACCES for a page shared with another process, ...).
+
+use crate::sys::{Errno, NodeMask, Sys};
+use rondpoint_model::{Action, CpuId, NodeId, Outcome, OutcomeStatus, PageRange, Pid, Topology};
+use std::collections::BTreeMap;
+
+/// Pages per move_pages call (the kernel processes any count, but a bounded batch keeps each
+/// call short and lets a rate cap stop between batches).
+pub const BATCH: usize = 1024;
+
+/// What the kernel did with a batch of page moves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MoveReport {
+    pub requested: u64,
+    /// On the target node afterwards (moved, or already there).
+    pub done: u64,
+    /// Moved by this call (not already there).
+    pub moved: u64,
+    /// Failures by errno name.
+    pub failures: BTreeMap<String, u64>,
+}
+
+impl MoveReport {
+    fn fail(&mut self, what: String, n: u64) {
+        *self.failures.entry(what).or_default() += n;
+    }
+}
+
+/// Moves `pages` (page start addresses) of `pid` so that page i ends on `targets[i]`: queries
+/// where they are, moves the ones that are elsewhere in batches per target node, and verifies
+/// with a second query. A process that exits meanwhile gives `Err(ESRCH)`.
+pub fn move_pages_to(
+    sys: &mut dyn Sys,
+    pid: Pid,
+    pages: &[u64],
+    targets: &[i32],
+) -> Result<MoveReport, Errno> {
+    let mut report = MoveReport {
+        requested: pages.len() as u64,
+        ..MoveReport::default()
+    };
+    // Where are they now?
+    let before = query(sys, pid, pages)?;
+    let mut by_target: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
+    for (i, &now) in before.iter().enumerate() {
+        if now == targets[i] {
+            report.done += 1;
+        } else if now < 0 {
+            report.fail(Errno(-now).name(), 1);
+        } else {
+            by_target.entry(targets[i]).or_default().push(i);
+        }
+    }
+    let mut attempted = Vec::new();
+    for (&node, idx) in &by_target {
+        for chunk in idx.chunks(BATCH) {
+            let batch: Vec<u64> = chunk.iter().map(|&i| pages[i]).collect();
+            let nodes = vec![node; batch.len()];
+            let mut status = vec![0i32; batch.len()];
+            match sys.move_pages(pid, &batch, Some(&nodes), &mut status) {
+                Ok(()) => {}
+                Err(e) if e == Errno::ESRCH => return Err(e),
+                Err(e) => {
+                    report.fail(e.name(), batch.len() as u64);
+                    continue;
+                }
+            }
+            for (k, &s) in status.iter().enumerate() {
+                if s < 0 {
+                    report.fail(Errno(-s).name(), 1);
+                } else {
+                    attempted.push(chunk[k]);
+                }
+            }
+        }
+    }
+    // Verify: the kernel's status says where the page is, but THP splits, races with the
+    // program and migrations that silently did nothing are only seen by asking again.
+    if !attempted.is_empty() {
+        let addrs: Vec<u64> = attempted.iter().map(|&i| pages[i]).collect();
+        let after = query(sys, pid, &addrs)?;
+        for (k, &i) in attempted.iter().enumerate() {
+            if after[k] == targets[i] {
+                report.done += 1;
+                report.moved += 1;
+            } else {
+                report.fail("not moved (verified)".into(), 1);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Where each page is (node, or negative errno), in batches.
+pub fn query(sys: &mut dyn Sys, pid: Pid, pages: &[u64]) -> Result<Vec<i32>, Errno> {
+    let mut out = Vec::with_capacity(pages.len());
+    for chunk in pages.chunks(BATCH) {
+        let mut status = vec![0i32; chunk.len()];
+        sys.move_pages(pid, chunk, None, &mut status)?;
+        out.extend_from_slice(&status);
+    }
+    Ok(out)
+}
+
+fn outcome_from(index: usize, r: &MoveReport, page_bytes: u64) -> Outcome {
+    let failures: Vec<(String, u64)> = r.failures.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    Outcome::for_pages(index, r.requested, r.done, r.moved * page_bytes, failures)
+}
+
+fn gone(index: usize, pages: u64, pid: Pid) -> Outcome {
+    Outcome::skipped(index, pages, format!("{pid} has exited"))
+}
+
+/// Page start addresses of a range at its own page size (for a 2 MiB range, the first 4 KiB
+/// page of each huge page: moving it moves the whole huge page).
+fn addresses(range: &PageRange) -> Vec<u64> {
+    range.page_starts().collect()
+}
+
+/// Carries out one action.
+pub fn apply(sys: &mut dyn Sys, topology: &Topology, index: usize, action: &Action) -> Outcome {
+    let node_num = |id: NodeId| topology.index_of(id).map(|_| i32::from(id.0));
+    match action {
+        Action::MigratePages { range, to } => {
+            let Some(to) = node_num(*to) else {
+                return Outcome::failed(index, format!("{to} does not exist"));
+            };
+            let pages = addresses(range);
+            let targets = vec![to; pages.len()];
+            match move_pages_to(sys, range.pid, &pages, &targets) {
+                Ok(r) => outcome_from(index, &r, range.page_size.bytes()),
+                Err(e) if e == Errno::ESRCH => gone(index, range.count, range.pid),
+                Err(e) => Outcome::failed(index, format!("move_pages: {e}")),
+            }
+        }
+        Action::Interleave { range, nodes } => {
+            let nums: Option<Vec<i32>> = nodes.iter().map(|n| node_num(*n)).collect();
+            let Some(nums) = nums.filter(|v| !v.is_empty()) else {
+                return Outcome::failed(index, "interleave needs existing nodes");
+            };
+            let pages = addresses(range);
+            let targets: Vec<i32> = (0..pages.len()).map(|i| nums[i % nums.len()]).collect();
+            match move_pages_to(sys, range.pid, &pages, &targets) {
+                Ok(r) => outcome_from(index, &r, range.page_size.bytes()),
+                Err(e) if e == Errno::ESRCH => gone(index, range.count, range.pid),
+                Err(e) => Outcome::failed(index, format!("move_pages: {e}")),
+            }
+        }
+        Action::Replicate { range, nodes } => {
+            // Upstream Linux cannot replicate another process's pages (Carrefour patched the
+            // kernel). The nearest effect on traffic is to spread the pages over the nodes that
+            // read them, which balances the controllers the replicas would have relieved.
+            let nums: Option<Vec<i32>> = nodes.iter().map(|n| node_num(*n)).collect();
+            let Some(nums) = nums.filter(|v| !v.is_empty()) else {
+                return Outcome::failed(index, "replicate needs existing nodes");
+            };
+            let pages = addresses(range);
+            let targets: Vec<i32> = (0..pages.len()).map(|i| nums[i % nums.len()]).collect();
+            match move_pages_to(sys, range.pid, &pages, &targets) {
+                Ok(r) => {
+                    let mut o = outcome_from(index, &r, range.page_size.bytes());
+                    o.status = OutcomeStatus::Substituted;
+                    o.note = Some(format!(
+                        "Linux cannot replicate another process's pages; interleaved them over \
+                         nodes {} instead",
+                        nums.iter()
+                            .map(i32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ));
+                    o
+                }
+                Err(e) if e == Errno::ESRCH => gone(index, range.count, range.pid),
+                Err(e) => Outcome::failed(index, format!("move_pages: {e}")),
+            }
+        }
+        Action::PinThread { pid, tid, cpus } => {
+            if cpus.is_empty() {
+                return Outcome::failed(index, "no CPUs given");
+            }
+            match sys.sched_setaffinity(*tid, cpus) {
+                Ok(()) => Outcome::applied(index),
+                Err(e) if e == Errno::ESRCH => {
+                    Outcome::skipped(index, 0, format!("thread {} of {pid} has exited", tid.0))
+                }
+                Err(e) => Outcome::failed(index, format!("sched_setaffinity: {e}")),
+            }
+        }
+        Action::MoveApplication {
+            pid,
+            to,
+            with_memory,
+        } => move_application(sys, topology, index, *pid, *to, *with_memory),
+        Action::SetMemPolicy { .. } => Outcome::failed(
+            index,
+            "Linux sets a memory policy only for the calling process; rondpoint sets one at \
+             launch (rondpoint run --policy interleave), not on a running program",
+        ),
+    }
+}
+
+fn move_application(
+    sys: &mut dyn Sys,
+    topology: &Topology,
+    index: usize,
+    pid: Pid,
+    to: NodeId,
+    with_memory: bool,
+) -> Outcome {
+    let Some(node) = topology.node(to) else {
+        return Outcome::failed(index, format!("{to} does not exist"));
+    };
+    if node.cpus.is_empty() {
+        return Outcome::failed(index, format!("{to} has no CPUs"));
+    }
+    let cpus: Vec<CpuId> = node.cpus.clone();
+    // The main thread's affinity is inherited by threads it creates from now on; the
+    // machine pins the existing threads through PinThread actions of its own.
+    if let Err(e) = sys.sched_setaffinity(rondpoint_model::Tid(pid.0), &cpus) {
+        return if e == Errno::ESRCH {
+            gone(index, 0, pid)
+        } else {
+            Outcome::failed(index, format!("sched_setaffinity: {e}"))
+        };
+    }
+    if !with_memory {
+        return Outcome::applied(index);
+    }
+    let others: Vec<u16> = topology
+        .nodes()
+        .iter()
+        .map(|n| n.id.0)
+        .filter(|&n| n != to.0)
+        .collect();
+    match sys.migrate_pages(pid, &NodeMask::of(others), &NodeMask::of([to.0])) {
+        Ok(0) => Outcome::applied(index),
+        Ok(left) => {
+            let mut o = Outcome::applied(index);
+            o.status = OutcomeStatus::Partial;
+            o.failures = vec![("not moved".into(), left)];
+            o
+        }
+        Err(e) if e == Errno::ESRCH => gone(index, 0, pid),
+        Err(e) => Outcome::failed(index, format!("migrate_pages: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::{Call, FakeSys};
+    use rondpoint_model::synthetic::TopologyBuilder;
+    use rondpoint_model::{PageSize, Tid};
+
+    const P: i32 = 42;
+    const A: u64 = 0x7f00_0000_0000;
+
+    fn topo() -> Topology {
+        TopologyBuilder::new(4).cores_per_llc(2).build().unwrap()
+    }
+
+    fn range(count: u64) -> PageRange {
+        PageRange::new(Pid(P), A, count, PageSize::Base4K).unwrap()
+    }
+
+    fn sys_with(pages: u64, node: i32) -> FakeSys {
+        let placed: Vec<(u64, i32)> = (0..pages).map(|i| (A + i * 4096, node)).collect();
+        FakeSys::new().with_process(P, &placed)
+    }
+
+    #[test]
+    fn migrate_queries_moves_in_batches_and_verifies() {
+        let mut sys = sys_with(3, 0);
+        sys.placement.insert((P, A + 4096), 2); // already there
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::MigratePages {
+                range: range(3),
+                to: NodeId(2),
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Applied);
+        assert_eq!(
+            (o.pages_requested, o.pages_done, o.bytes_copied),
+            (3, 3, 2 * 4096)
+        );
+        assert_eq!(
+            sys.calls,
+            vec![
+                Call::MovePages {
+                    pid: Pid(P),
+                    pages: vec![A, A + 4096, A + 8192],
+                    nodes: None
+                },
+                Call::MovePages {
+                    pid: Pid(P),
+                    pages: vec![A, A + 8192],
+                    nodes: Some(vec![2, 2])
+                },
+                Call::MovePages {
+                    pid: Pid(P),
+                    pages: vec![A, A + 8192],
+                    nodes: None
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn interleave_batches_per_target_node() {
+        let mut sys = sys_with(4, 0);
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::Interleave {
+                range: range(4),
+                nodes: vec![NodeId(1), NodeId(3)],
+            },
+        );
+        assert_eq!(o.pages_done, 4);
+        let moves: Vec<&Call> = sys
+            .calls_named("move_pages")
+            .into_iter()
+            .filter(|c| matches!(c, Call::MovePages { nodes: Some(_), .. }))
+            .collect();
+        assert_eq!(
+            moves,
+            vec![
+                &Call::MovePages {
+                    pid: Pid(P),
+                    pages: vec![A, A + 8192],
+                    nodes: Some(vec![1, 1])
+                },
+                &Call::MovePages {
+                    pid: Pid(P),
+                    pages: vec![A + 4096, A + 12288],
+                    nodes: Some(vec![3, 3])
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn per_page_errors_are_counted_by_errno() {
+        let mut sys = sys_with(4, 0);
+        sys.page_errors.insert((P, A), Errno::EBUSY);
+        sys.page_errors.insert((P, A + 4096), Errno::ENOMEM);
+        sys.page_errors.insert((P, A + 8192), Errno::EACCES);
+        sys.placement.remove(&(P, A + 12288)); // not present: ENOENT at the query
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::MigratePages {
+                range: range(4),
+                to: NodeId(1),
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Failed);
+        assert_eq!(o.pages_done, 0);
+        assert_eq!(
+            o.failures,
+            vec![
+                ("EACCES".to_string(), 1),
+                ("EBUSY".to_string(), 1),
+                ("ENOENT".to_string(), 1),
+                ("ENOMEM".to_string(), 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_vanished_process_is_skipped_not_failed() {
+        let mut sys = FakeSys::new();
+        let o = apply(
+            &mut sys,
+            &topo(),
+            5,
+            &Action::MigratePages {
+                range: range(2),
+                to: NodeId(1),
+            },
+        );
+        assert_eq!((o.action, o.status), (5, OutcomeStatus::Skipped));
+        assert!(o.note.unwrap().contains("exited"));
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::PinThread {
+                pid: Pid(P),
+                tid: Tid(43),
+                cpus: vec![CpuId(0)],
+            },
+        );
+        // The fake accepts affinity for any tid; make it fail the way a gone thread does.
+        assert_eq!(o.status, OutcomeStatus::Applied);
+        sys.fail_next.push_back(("sched_setaffinity", Errno::ESRCH));
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::PinThread {
+                pid: Pid(P),
+                tid: Tid(43),
+                cpus: vec![CpuId(0)],
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Skipped);
+    }
+
+    #[test]
+    fn whole_call_errors_are_failures_with_the_errno() {
+        let mut sys = sys_with(2, 0);
+        sys.fail_next.push_back(("move_pages", Errno::EPERM));
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::MigratePages {
+                range: range(2),
+                to: NodeId(1),
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Failed);
+        assert!(o.note.unwrap().starts_with("move_pages: EPERM"));
+        // An error on the move itself (not the query) fails that batch's pages.
+        let mut sys = sys_with(2, 0);
+        sys.fail_next.push_back(("move_pages", Errno::EFAULT));
+        sys.fail_next.push_front(("move_pages", Errno::EFAULT));
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::MigratePages {
+                range: range(2),
+                to: NodeId(1),
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Failed);
+    }
+
+    #[test]
+    fn a_move_the_kernel_silently_skipped_is_caught_by_verification() {
+        // Two requests for the same page to different nodes (what a 4 KiB-granular interleave
+        // of a huge page amounts to): the kernel reports both as done, but only the last one
+        // holds, and only the verifying query sees it.
+        let mut sys = sys_with(1, 0);
+        let pages = [A, A];
+        let r = move_pages_to(&mut sys, Pid(P), &pages, &[1, 2]).unwrap();
+        assert_eq!(r.requested, 2);
+        assert_eq!(r.done, 1, "only the last request for the page holds");
+        assert_eq!(r.failures.get("not moved (verified)"), Some(&1));
+    }
+
+    #[test]
+    fn replication_is_substituted_and_says_so() {
+        let mut sys = sys_with(2, 0);
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::Replicate {
+                range: range(2),
+                nodes: vec![NodeId(0), NodeId(1)],
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Substituted);
+        assert!(o.note.unwrap().contains("cannot replicate"));
+        assert_eq!(sys.placement[&(P, A + 4096)], 1);
+    }
+
+    #[test]
+    fn move_application_pins_and_migrates() {
+        let mut sys = sys_with(2, 0);
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::MoveApplication {
+                pid: Pid(P),
+                to: NodeId(3),
+                with_memory: true,
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Applied);
+        assert_eq!(
+            sys.calls,
+            vec![
+                Call::SetAffinity {
+                    tid: Tid(P),
+                    cpus: vec![CpuId(6), CpuId(7)]
+                },
+                Call::MigratePages {
+                    pid: Pid(P),
+                    from: vec![0, 1, 2],
+                    to: vec![3]
+                },
+            ]
+        );
+        assert_eq!(sys.placement[&(P, A)], 3);
+        sys.fail_next.push_back(("migrate_pages", Errno::EPERM));
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::MoveApplication {
+                pid: Pid(P),
+                to: NodeId(1),
+                with_memory: true,
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Failed);
+        assert!(o.note.unwrap().contains("EPERM"));
+    }
+
+    #[test]
+    fn set_mempolicy_on_a_running_process_is_refused_with_the_reason() {
+        let mut sys = FakeSys::new();
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::SetMemPolicy {
+                pid: Pid(P),
+                policy: rondpoint_model::MemPolicy::Default,
+            },
+        );
+        assert_eq!(o.status, OutcomeStatus::Failed);
+        assert!(o.note.unwrap().contains("calling process"));
+        assert!(sys.calls.is_empty());
+    }
+
+    #[test]
+    fn huge_page_ranges_move_one_address_per_huge_page() {
+        let mut sys = FakeSys::new().with_process(P, &[(A, 0), (A + (2 << 20), 0)]);
+        let range = PageRange::new(Pid(P), A, 2, PageSize::Huge2M).unwrap();
+        let o = apply(
+            &mut sys,
+            &topo(),
+            0,
+            &Action::MigratePages {
+                range,
+                to: NodeId(1),
+            },
+        );
+        assert_eq!((o.pages_done, o.bytes_copied), (2, 2 * (2 << 20)));
+        assert!(sys.calls.contains(&Call::MovePages {
+            pid: Pid(P),
+            pages: vec![A, A + (2 << 20)],
+            nodes: Some(vec![1, 1])
+        }));
+    }
+}

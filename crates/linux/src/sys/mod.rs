@@ -1,0 +1,229 @@
+//! Every system call rondpoint makes, behind one trait.
+//!
+//! [`RealSys`] (real.rs) is the only place in rondpoint with `unsafe` code: each block states
+//! why it is sound, and each function only translates arguments and errno. [`FakeSys`]
+//! (fake.rs) records every call and returns scripted results, so the backend's logic, including
+//! every error path, is tested on any machine.
+
+mod fake;
+mod real;
+
+pub use fake::{Call, FakeSys};
+pub use real::RealSys;
+
+use rondpoint_model::{CpuId, Pid, Tid};
+use std::ffi::OsString;
+use std::fmt;
+
+/// A failed system call's errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    pub const EPERM: Errno = Errno(libc::EPERM);
+    pub const ENOENT: Errno = Errno(libc::ENOENT);
+    pub const ESRCH: Errno = Errno(libc::ESRCH);
+    pub const EINTR: Errno = Errno(libc::EINTR);
+    pub const EFAULT: Errno = Errno(libc::EFAULT);
+    pub const EBUSY: Errno = Errno(libc::EBUSY);
+    pub const EINVAL: Errno = Errno(libc::EINVAL);
+    pub const ENOMEM: Errno = Errno(libc::ENOMEM);
+    pub const EACCES: Errno = Errno(libc::EACCES);
+    pub const ENODEV: Errno = Errno(libc::ENODEV);
+    pub const ENOSYS: Errno = Errno(libc::ENOSYS);
+    pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
+    pub const E2BIG: Errno = Errno(libc::E2BIG);
+    pub const EXDEV: Errno = Errno(libc::EXDEV);
+
+    /// The symbolic name ("EPERM"), or "E<n>".
+    pub fn name(self) -> String {
+        let known = [
+            (Self::EPERM, "EPERM"),
+            (Self::ENOENT, "ENOENT"),
+            (Self::ESRCH, "ESRCH"),
+            (Self::EINTR, "EINTR"),
+            (Self::EFAULT, "EFAULT"),
+            (Self::EBUSY, "EBUSY"),
+            (Self::EINVAL, "EINVAL"),
+            (Self::ENOMEM, "ENOMEM"),
+            (Self::EACCES, "EACCES"),
+            (Self::ENODEV, "ENODEV"),
+            (Self::ENOSYS, "ENOSYS"),
+            (Self::EOPNOTSUPP, "EOPNOTSUPP"),
+            (Self::E2BIG, "E2BIG"),
+            (Self::EXDEV, "EXDEV"),
+        ];
+        known
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map_or_else(|| format!("E{}", self.0), |(_, n)| (*n).to_string())
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({})",
+            self.name(),
+            std::io::Error::from_raw_os_error(self.0)
+        )
+    }
+}
+
+impl std::error::Error for Errno {}
+
+/// A set of NUMA nodes as the kernel takes it: a bitmask of `unsigned long`s.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeMask {
+    words: Vec<u64>,
+}
+
+impl NodeMask {
+    /// The mask of the given node numbers.
+    pub fn of(nodes: impl IntoIterator<Item = u16>) -> Self {
+        let mut words = Vec::new();
+        for n in nodes {
+            let (w, b) = (usize::from(n) / 64, n % 64);
+            if words.len() <= w {
+                words.resize(w + 1, 0);
+            }
+            words[w] |= 1 << b;
+        }
+        Self { words }
+    }
+
+    /// The words, lowest nodes first.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// `maxnode` for the kernel: bits in the mask, plus one (the kernel ignores the last bit;
+    /// see set_mempolicy(2) BUGS).
+    pub fn maxnode(&self) -> u64 {
+        self.words.len() as u64 * 64 + 1
+    }
+
+    /// Node numbers in the mask.
+    pub fn nodes(&self) -> Vec<u16> {
+        (0..self.words.len() * 64)
+            .filter(|&i| self.words[i / 64] & (1 << (i % 64)) != 0)
+            .map(|i| i as u16)
+            .collect()
+    }
+}
+
+/// Memory policy modes (`MPOL_*` in include/uapi/linux/mempolicy.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemPolicyMode {
+    Default = 0,
+    Preferred = 1,
+    Bind = 2,
+    Interleave = 3,
+    /// Linux 5.15.
+    PreferredMany = 5,
+    /// Linux 6.9; weights come from /sys/kernel/mm/mempolicy/weighted_interleave/.
+    WeightedInterleave = 6,
+}
+
+/// What to measure or sample with perf_event_open (a subset of `struct perf_event_attr`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PerfAttr {
+    /// PERF_TYPE_* (0 hardware, 1 software, 4 raw, or a dynamic PMU type such as ibs_op's).
+    pub kind: u32,
+    pub config: u64,
+    pub config1: u64,
+    /// 0 for a counter; otherwise one sample every this many events.
+    pub sample_period: u64,
+    /// PERF_SAMPLE_* bits.
+    pub sample_type: u64,
+    pub precise_ip: u8,
+    pub exclude_kernel: bool,
+    /// Count the children and threads the task creates after the event is opened.
+    pub inherit: bool,
+    /// Data pages of the ring buffer (a power of two; 0 for a counter).
+    pub ring_pages: usize,
+}
+
+/// An open perf event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PerfFd(pub i32);
+
+/// How a child process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(i32),
+}
+
+/// The system calls rondpoint makes.
+pub trait Sys {
+    /// move_pages(2) with MPOL_MF_MOVE: with `nodes`, move each page to its node; without,
+    /// query where each page is. `status` gets a node number or a negative errno per page.
+    fn move_pages(
+        &mut self,
+        pid: Pid,
+        pages: &[u64],
+        nodes: Option<&[i32]>,
+        status: &mut [i32],
+    ) -> Result<(), Errno>;
+
+    /// migrate_pages(2): move a process's pages from one set of nodes to another. Returns the
+    /// number of pages that could not be moved.
+    fn migrate_pages(&mut self, pid: Pid, from: &NodeMask, to: &NodeMask) -> Result<u64, Errno>;
+
+    /// sched_setaffinity(2) for one thread.
+    fn sched_setaffinity(&mut self, tid: Tid, cpus: &[CpuId]) -> Result<(), Errno>;
+
+    /// Starts a program with a memory policy set before it executes (inherited across exec).
+    fn spawn(
+        &mut self,
+        argv: &[OsString],
+        policy: Option<(MemPolicyMode, NodeMask)>,
+    ) -> Result<Pid, Errno>;
+
+    /// Whether a child started by [`Sys::spawn`] has ended (without blocking).
+    fn try_wait(&mut self, pid: Pid) -> Result<Option<ExitStatus>, Errno>;
+
+    /// Sends a signal to a process.
+    fn kill(&mut self, pid: Pid, signal: i32) -> Result<(), Errno>;
+
+    /// perf_event_open(2) on a task (`pid`, all CPUs) and enables it.
+    fn perf_open(&mut self, attr: &PerfAttr, pid: Pid) -> Result<PerfFd, Errno>;
+
+    /// Reads a counter's value.
+    fn perf_read_count(&mut self, fd: PerfFd) -> Result<u64, Errno>;
+
+    /// Appends the ring buffer's new bytes to `out` and frees them in the ring.
+    fn perf_drain(&mut self, fd: PerfFd, out: &mut Vec<u8>) -> Result<(), Errno>;
+
+    /// Closes an event.
+    fn perf_close(&mut self, fd: PerfFd);
+
+    /// CPU time this process (rondpoint) has used, in nanoseconds.
+    fn own_cpu_time_ns(&mut self) -> u64;
+
+    /// Peak resident memory of this process (rondpoint), in bytes.
+    fn own_peak_rss_bytes(&mut self) -> u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_masks() {
+        let m = NodeMask::of([0, 3, 65]);
+        assert_eq!(m.words(), &[0b1001, 0b10]);
+        assert_eq!(m.maxnode(), 129);
+        assert_eq!(m.nodes(), vec![0, 3, 65]);
+        assert_eq!(NodeMask::of([]).maxnode(), 1);
+    }
+
+    #[test]
+    fn errno_names() {
+        assert_eq!(Errno::ESRCH.name(), "ESRCH");
+        assert_eq!(Errno(9999).name(), "E9999");
+        assert!(Errno::EPERM.to_string().starts_with("EPERM ("));
+    }
+}

@@ -1,0 +1,438 @@
+//! The real system calls. This file holds all of rondpoint's `unsafe` code; every block says
+//! why it is sound. Functions only translate arguments and errno; they decide nothing.
+
+use super::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, Sys};
+use perf_event_open_sys as perf;
+use rondpoint_model::{CpuId, Pid, Tid};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command};
+use std::sync::atomic::{Ordering, fence};
+
+/// `MPOL_MF_MOVE` (include/uapi/linux/mempolicy.h): move pages owned only by the process.
+const MPOL_MF_MOVE: libc::c_int = 1 << 1;
+
+fn errno() -> Errno {
+    Errno(
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL),
+    )
+}
+
+/// A mapped perf ring buffer.
+#[derive(Debug)]
+struct Ring {
+    base: *mut libc::c_void,
+    len: usize,
+    page: usize,
+}
+
+/// The real kernel.
+#[derive(Debug, Default)]
+pub struct RealSys {
+    children: HashMap<i32, Child>,
+    rings: HashMap<i32, Ring>,
+}
+
+impl RealSys {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Drop for RealSys {
+    fn drop(&mut self) {
+        let fds: Vec<i32> = self.rings.keys().copied().collect();
+        for fd in fds {
+            self.perf_close(PerfFd(fd));
+        }
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(p).unwrap_or(4096)
+}
+
+impl Sys for RealSys {
+    fn move_pages(
+        &mut self,
+        pid: Pid,
+        pages: &[u64],
+        nodes: Option<&[i32]>,
+        status: &mut [i32],
+    ) -> Result<(), Errno> {
+        if status.len() != pages.len() || nodes.is_some_and(|n| n.len() != pages.len()) {
+            return Err(Errno::EINVAL);
+        }
+        if pages.is_empty() {
+            return Ok(());
+        }
+        let nodes_ptr = nodes.map_or(std::ptr::null(), |n| n.as_ptr());
+        // SAFETY: the three arrays hold `pages.len()` elements each (checked above) and live
+        // across the call; the kernel reads `pages` (as an array of pointers, which u64 matches
+        // on 64-bit Linux) and `nodes`, and writes only `status`.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                pid.0 as libc::c_long,
+                pages.len() as libc::c_ulong,
+                pages.as_ptr(),
+                nodes_ptr,
+                status.as_mut_ptr(),
+                MPOL_MF_MOVE as libc::c_long,
+            )
+        };
+        if r < 0 { Err(errno()) } else { Ok(()) }
+    }
+
+    fn migrate_pages(&mut self, pid: Pid, from: &NodeMask, to: &NodeMask) -> Result<u64, Errno> {
+        let words = from.words().len().max(to.words().len()).max(1);
+        let mut a = from.words().to_vec();
+        let mut b = to.words().to_vec();
+        a.resize(words, 0);
+        b.resize(words, 0);
+        // SAFETY: both masks hold `words` u64s, matching `maxnode = words * 64`; the kernel
+        // only reads them.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_migrate_pages,
+                pid.0 as libc::c_long,
+                (words * 64) as libc::c_ulong,
+                a.as_ptr(),
+                b.as_ptr(),
+            )
+        };
+        if r < 0 { Err(errno()) } else { Ok(r as u64) }
+    }
+
+    fn sched_setaffinity(&mut self, tid: Tid, cpus: &[CpuId]) -> Result<(), Errno> {
+        // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+        for c in cpus {
+            let c = c.0 as usize;
+            if c >= max {
+                return Err(Errno::EINVAL);
+            }
+            // SAFETY: `c` is below the set's capacity (checked above).
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        // SAFETY: `set` is an initialised cpu_set_t of the size passed.
+        let r =
+            unsafe { libc::sched_setaffinity(tid.0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if r < 0 { Err(errno()) } else { Ok(()) }
+    }
+
+    fn spawn(
+        &mut self,
+        argv: &[OsString],
+        policy: Option<(MemPolicyMode, NodeMask)>,
+    ) -> Result<Pid, Errno> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(Errno::EINVAL);
+        };
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        if let Some((mode, mask)) = policy {
+            let words = mask.words().to_vec();
+            let maxnode = mask.maxnode();
+            // SAFETY: the closure runs in the child between fork and exec, where only
+            // async-signal-safe work is allowed: it makes one raw system call on data allocated
+            // before the fork, and allocates nothing.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let ptr = if words.is_empty() {
+                        std::ptr::null()
+                    } else {
+                        words.as_ptr()
+                    };
+                    let r = libc::syscall(
+                        libc::SYS_set_mempolicy,
+                        mode as libc::c_long,
+                        ptr,
+                        maxnode as libc::c_ulong,
+                    );
+                    if r < 0 {
+                        Err(std::io::Error::last_os_error())
+                    } else {
+                        Ok(())
+                    }
+                });
+            }
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::ENOENT)))?;
+        let pid = i32::try_from(child.id()).map_err(|_| Errno::EINVAL)?;
+        self.children.insert(pid, child);
+        Ok(Pid(pid))
+    }
+
+    fn try_wait(&mut self, pid: Pid) -> Result<Option<ExitStatus>, Errno> {
+        let Some(child) = self.children.get_mut(&pid.0) else {
+            return Err(Errno::ESRCH);
+        };
+        match child.try_wait() {
+            Err(e) => Err(Errno(e.raw_os_error().unwrap_or(libc::EINVAL))),
+            Ok(None) => Ok(None),
+            Ok(Some(status)) => {
+                self.children.remove(&pid.0);
+                Ok(Some(match (status.code(), status.signal()) {
+                    (Some(c), _) => ExitStatus::Code(c),
+                    (None, Some(s)) => ExitStatus::Signal(s),
+                    (None, None) => ExitStatus::Code(-1),
+                }))
+            }
+        }
+    }
+
+    fn kill(&mut self, pid: Pid, signal: i32) -> Result<(), Errno> {
+        // SAFETY: kill has no memory-safety preconditions.
+        let r = unsafe { libc::kill(pid.0, signal) };
+        if r < 0 { Err(errno()) } else { Ok(()) }
+    }
+
+    fn perf_open(&mut self, attr: &PerfAttr, pid: Pid) -> Result<PerfFd, Errno> {
+        let mut a = perf::bindings::perf_event_attr {
+            type_: attr.kind,
+            size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
+            config: attr.config,
+            sample_type: attr.sample_type,
+            ..Default::default()
+        };
+        a.__bindgen_anon_1.sample_period = attr.sample_period;
+        a.__bindgen_anon_3.config1 = attr.config1;
+        a.set_disabled(1);
+        a.set_inherit(u64::from(attr.inherit));
+        a.set_exclude_kernel(u64::from(attr.exclude_kernel));
+        a.set_exclude_hv(1);
+        a.set_precise_ip(u64::from(attr.precise_ip));
+        if attr.ring_pages > 0 {
+            a.__bindgen_anon_2.wakeup_events = 1;
+        }
+        // SAFETY: `a` is a fully initialised perf_event_attr whose `size` is its own size; the
+        // kernel only reads it. group_fd -1 opens a group leader; cpu -1 follows the task.
+        let fd = unsafe {
+            perf::perf_event_open(
+                &mut a,
+                pid.0,
+                -1,
+                -1,
+                perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+            )
+        };
+        if fd < 0 {
+            return Err(errno());
+        }
+        if attr.ring_pages > 0 {
+            let page = page_size();
+            let len = (attr.ring_pages + 1) * page;
+            // SAFETY: mapping a perf fd with a length of 1 + 2^n pages is the documented way to
+            // get its ring buffer; we keep the mapping until perf_close unmaps it.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                let e = errno();
+                // SAFETY: `fd` is ours and open.
+                unsafe { libc::close(fd) };
+                return Err(e);
+            }
+            self.rings.insert(fd, Ring { base, len, page });
+        }
+        // SAFETY: ENABLE takes no pointer argument; `fd` is an open perf event.
+        let r = unsafe { perf::ioctls::ENABLE(fd, 0) };
+        if r < 0 {
+            let e = errno();
+            self.perf_close(PerfFd(fd));
+            return Err(e);
+        }
+        Ok(PerfFd(fd))
+    }
+
+    fn perf_read_count(&mut self, fd: PerfFd) -> Result<u64, Errno> {
+        let mut value: u64 = 0;
+        // SAFETY: reading 8 bytes into a u64 that lives across the call.
+        let r = unsafe { libc::read(fd.0, (&mut value as *mut u64).cast::<libc::c_void>(), 8) };
+        if r == 8 {
+            Ok(value)
+        } else if r < 0 {
+            Err(errno())
+        } else {
+            Err(Errno::EINVAL)
+        }
+    }
+
+    fn perf_drain(&mut self, fd: PerfFd, out: &mut Vec<u8>) -> Result<(), Errno> {
+        let Some(ring) = self.rings.get(&fd.0) else {
+            return Err(Errno::EINVAL);
+        };
+        let meta = ring.base.cast::<perf::bindings::perf_event_mmap_page>();
+        // SAFETY: the first page of the mapping is the kernel's perf_event_mmap_page. The
+        // kernel writes data_head and reads data_tail concurrently, hence volatile accesses
+        // with the fences perf_event_open(2) prescribes (read head, acquire; release, write
+        // tail).
+        let (head, tail) = unsafe {
+            let head = std::ptr::read_volatile(&(*meta).data_head);
+            fence(Ordering::Acquire);
+            (head, std::ptr::read_volatile(&(*meta).data_tail))
+        };
+        let size = (ring.len - ring.page) as u64;
+        let available = head.wrapping_sub(tail);
+        if available > size {
+            // The kernel never overruns the tail; anything else means a corrupt header.
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: the data area is the `size` bytes after the first page of the mapping; each
+        // copy stays within it ((tail % size) + chunk <= size).
+        unsafe {
+            let data = ring.base.cast::<u8>().add(ring.page);
+            let mut pos = tail;
+            while pos != head {
+                let offset = (pos % size) as usize;
+                let chunk = ((head - pos) as usize).min(size as usize - offset);
+                out.extend_from_slice(std::slice::from_raw_parts(data.add(offset), chunk));
+                pos += chunk as u64;
+            }
+            fence(Ordering::Release);
+            std::ptr::write_volatile(&mut (*meta).data_tail, head);
+        }
+        Ok(())
+    }
+
+    fn perf_close(&mut self, fd: PerfFd) {
+        if let Some(ring) = self.rings.remove(&fd.0) {
+            // SAFETY: `ring` is a mapping we created and have not unmapped.
+            unsafe { libc::munmap(ring.base, ring.len) };
+        }
+        // SAFETY: closing a descriptor we own; errors are of no use here.
+        unsafe { libc::close(fd.0) };
+    }
+
+    fn own_cpu_time_ns(&mut self) -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write into.
+        let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+        if r < 0 {
+            return 0;
+        }
+        (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    fn own_peak_rss_bytes(&mut self) -> u64 {
+        // SAFETY: rusage is plain data; all zeroes is valid, and getrusage writes it.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a valid rusage to write into.
+        let r = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+        if r < 0 {
+            0
+        } else {
+            (usage.ru_maxrss as u64) * 1024
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_own_pages_with_move_pages() {
+        // Our own stack page is resident, so the query gives a node (0 on a one-node machine).
+        let x = [0u8; 4096];
+        let addr = (x.as_ptr() as u64) & !4095;
+        let mut status = [i32::MIN];
+        let mut sys = RealSys::new();
+        sys.move_pages(Pid(0), &[addr], None, &mut status).unwrap();
+        assert!(status[0] >= 0, "status {}", status[0]);
+        assert_eq!(
+            sys.move_pages(Pid(0), &[addr], None, &mut []),
+            Err(Errno::EINVAL)
+        );
+    }
+
+    #[test]
+    fn spawn_wait_and_exit_codes() {
+        let mut sys = RealSys::new();
+        let pid = sys
+            .spawn(&["sh".into(), "-c".into(), "exit 3".into()], None)
+            .unwrap();
+        let status = loop {
+            if let Some(s) = sys.try_wait(pid).unwrap() {
+                break s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert_eq!(status, ExitStatus::Code(3));
+        assert_eq!(sys.try_wait(pid), Err(Errno::ESRCH));
+        assert_eq!(
+            sys.spawn(&["/no/such/program".into()], None),
+            Err(Errno::ENOENT)
+        );
+        // A memory policy bound to node 0 is accepted on any NUMA kernel.
+        let pid = sys
+            .spawn(
+                &["true".into()],
+                Some((MemPolicyMode::Bind, NodeMask::of([0]))),
+            )
+            .unwrap();
+        while sys.try_wait(pid).unwrap().is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn page_fault_sampling_on_own_process() {
+        // The software page-fault event works without a PMU (linux-mechanisms.md, section 3).
+        let mut sys = RealSys::new();
+        let attr = PerfAttr {
+            kind: perf::bindings::PERF_TYPE_SOFTWARE,
+            config: u64::from(perf::bindings::PERF_COUNT_SW_PAGE_FAULTS),
+            sample_period: 1,
+            sample_type: u64::from(
+                perf::bindings::PERF_SAMPLE_TID
+                    | perf::bindings::PERF_SAMPLE_ADDR
+                    | perf::bindings::PERF_SAMPLE_CPU,
+            ),
+            ring_pages: 8,
+            ..PerfAttr::default()
+        };
+        let fd = match sys.perf_open(&attr, Pid(0)) {
+            Ok(fd) => fd,
+            // perf_event_paranoid may forbid it; that is a configuration, not a bug.
+            Err(e) if e == Errno::EACCES || e == Errno::EPERM => return,
+            Err(e) => panic!("{e}"),
+        };
+        let v: Vec<u8> = vec![1; 64 * 4096]; // touch 64 fresh pages
+        assert_eq!(v.iter().map(|&b| u64::from(b)).sum::<u64>(), 64 * 4096);
+        let mut bytes = Vec::new();
+        sys.perf_drain(fd, &mut bytes).unwrap();
+        sys.perf_close(fd);
+        assert!(bytes.len() >= 8 * 16, "{} bytes of records", bytes.len());
+    }
+
+    #[test]
+    fn own_usage_is_measured() {
+        let mut sys = RealSys::new();
+        assert!(sys.own_peak_rss_bytes() > 0);
+        let mut x = 0u64;
+        for i in 0..1_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        assert!(x != 1 && sys.own_cpu_time_ns() > 0);
+    }
+}
