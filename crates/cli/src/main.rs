@@ -48,6 +48,14 @@ enum Command {
     /// Run a policy over recorded observations offline and print its decisions: regression
     /// tests, parameter tuning, and bug reports from other machines.
     Replay(commands::record::ReplayArgs),
+    /// Launch a program and manage its memory placement while it runs; report at the end.
+    ///
+    /// The program's threads and children are managed; its exit status becomes rondpoint's.
+    /// With `--policy interleave` its memory is interleaved from the start (set_mempolicy
+    /// before exec). On a one-node machine the program runs unchanged. Placement changes need
+    /// the rights to move another process's pages (the same user, or CAP_SYS_NICE) and to
+    /// sample it (kernel.perf_event_paranoid <= 1, or CAP_PERFMON).
+    Run(commands::run::RunArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +65,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => commands::sim::run(&args),
         Command::Record(args) => commands::record::run_record(&args),
         Command::Replay(args) => commands::record::run_replay(&args),
+        Command::Run(args) => commands::run::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -8,6 +8,13 @@ pub trait Clock {
     fn now_ns(&self) -> u64;
     /// Returns once the clock reads `t_ns` (a virtual clock jumps; a wall clock sleeps).
     fn wait_until(&mut self, t_ns: u64);
+
+    /// Like [`Clock::wait_until`], but returns early once `done()` is true (checked every few
+    /// milliseconds by a wall clock; a virtual clock has nothing to wait for).
+    fn wait_until_or(&mut self, t_ns: u64, done: &mut dyn FnMut() -> bool) {
+        let _ = done;
+        self.wait_until(t_ns);
+    }
 }
 
 /// Simulated time: as fast as the machine can simulate, deterministic.
@@ -55,6 +62,18 @@ impl Clock for WallClock {
         let now = self.now_ns();
         if t_ns > now {
             std::thread::sleep(Duration::from_nanos(t_ns - now));
+        }
+    }
+
+    fn wait_until_or(&mut self, t_ns: u64, done: &mut dyn FnMut() -> bool) {
+        /// How often a live machine is asked whether its programs have ended.
+        const SLICE: Duration = Duration::from_millis(10);
+        loop {
+            let now = self.now_ns();
+            if now >= t_ns || done() {
+                return;
+            }
+            std::thread::sleep(SLICE.min(Duration::from_nanos(t_ns - now)));
         }
     }
 }

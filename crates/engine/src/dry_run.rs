@@ -26,6 +26,11 @@ impl<M: Machine> DryRun<M> {
     pub fn into_inner(self) -> M {
         self.inner
     }
+
+    /// The wrapped machine.
+    pub fn inner_mut(&mut self) -> &mut M {
+        &mut self.inner
+    }
 }
 
 impl<M: Machine> Machine for DryRun<M> {
@@ -52,8 +57,18 @@ impl<M: Machine> Machine for DryRun<M> {
             .collect())
     }
 
+    /// Starts the managed programs without the policy's start decisions, which are logged.
+    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Self::Error> {
+        self.inner.start(&[])?;
+        self.apply(actions)
+    }
+
     fn finished(&self) -> bool {
         self.inner.finished()
+    }
+
+    fn poll_finished(&mut self) -> bool {
+        self.inner.poll_finished()
     }
 
     fn set_sampling(&mut self, request: &SamplingRequest) {

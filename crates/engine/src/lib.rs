@@ -39,8 +39,21 @@ pub trait Machine {
     /// Carries out actions, in order, and reports one outcome per action.
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Self::Error>;
 
+    /// Carries out the policy's start decisions and starts the managed programs if the machine
+    /// launches them (a live machine starts its program here, with the allocation policy asked
+    /// for). By default, the same as [`Machine::apply`].
+    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Self::Error> {
+        self.apply(actions)
+    }
+
     /// Whether every managed program has finished.
     fn finished(&self) -> bool;
+
+    /// Checks, between epochs, whether every managed program has finished (a live machine reaps
+    /// its child here), so that a run does not wait out the rest of an epoch.
+    fn poll_finished(&mut self) -> bool {
+        self.finished()
+    }
 
     /// Tells the backend which samples the policy wants from now on.
     fn set_sampling(&mut self, request: &SamplingRequest) {
@@ -152,15 +165,16 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     machine.set_sampling(&policy.sampling());
 
     let start = policy.start(machine.topology(), &machine.processes());
-    let outcomes = machine.apply(&start).map_err(boxed)?;
+    let outcomes = machine.start(&start).map_err(boxed)?;
     for (a, o) in start.iter().zip(&outcomes) {
         acct.record(a, o);
     }
 
     let mut epoch = 0u64;
     while !machine.finished() {
-        let until = clock.now_ns().saturating_add(config.epoch_ns);
-        clock.wait_until(until);
+        let target = clock.now_ns().saturating_add(config.epoch_ns);
+        clock.wait_until_or(target, &mut || machine.poll_finished());
+        let until = clock.now_ns();
         let observation = machine.observe(until).map_err(boxed)?;
         acct.samples_seen += observation.samples.len() as u64;
         let wanted = policy.decide(machine.topology(), &observation);

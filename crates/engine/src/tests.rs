@@ -191,3 +191,15 @@ fn wall_clock_waits() {
     c.wait_until(2_000_000);
     assert!(c.now_ns() >= 2_000_000);
 }
+
+#[test]
+fn wall_clock_wakes_early_when_done() {
+    let mut c = WallClock::new();
+    let mut polls = 0;
+    c.wait_until_or(60_000_000_000, &mut || {
+        polls += 1;
+        polls >= 3
+    });
+    assert!(c.now_ns() < 5_000_000_000, "returned early");
+    assert_eq!(polls, 3);
+}

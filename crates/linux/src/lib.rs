@@ -1,12 +1,20 @@
 //! rondpoint's live Linux backend.
 //!
-//! Today: topology discovery from sysfs ([`sysfs`]), always through a root prefix so that the
-//! same code reads `/sys` on a live machine and fixture trees in tests. The rest of the live
-//! backend (procfs, perf counters and sampling, move_pages and friends behind one syscall
-//! trait) grows here.
+//! - [`sysfs`]: topology discovery, through a root prefix so that the same code reads `/sys`
+//!   on a live machine and fixture trees in tests; [`procfs`]: processes, threads, placement.
+//! - [`sys`]: every system call behind one trait, with the real kernel (the only `unsafe` code
+//!   in rondpoint) and a recording fake.
+//! - [`perf`]: PMU event tables as data and the perf ring-buffer record parser.
+//! - [`actuate`]: actions carried out with verified, batched system calls; [`thp`]: which
+//!   addresses are THP-backed.
+//! - [`machine`]: `LinuxMachine`, the engine's live backend.
 
 pub mod actuate;
+pub mod machine;
+pub mod perf;
+pub mod procfs;
 pub mod sys;
 pub mod sysfs;
+pub mod thp;
 
 pub use sysfs::{Discovery, SysfsError, discover};

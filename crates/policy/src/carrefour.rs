@@ -23,6 +23,11 @@
 //!    epoch with fewer than 10 actions (and back up when actions resume); applications below
 //!    the MAPTU threshold are not sampled at all.
 //!
+//! Without a PMU (most VMs), a live backend estimates DRAM traffic from page-fault samples
+//! and says so in the observation; Carrefour then enables itself for applications that yield
+//! samples (`min_samples_when_estimated`) instead of comparing an estimate with the MAPTU
+//! threshold, which is a real DRAM access rate.
+//!
 //! In the default *global* mode the imbalance and locality of Figure 4 are the machine's (as in
 //! the paper's kernel implementation); in *per-application* mode (the per-pid variant of the
 //! original user-level runtime) each application is judged on its own traffic, estimated from
@@ -86,6 +91,12 @@ pub struct CarrefourConfig {
     pub per_application: bool,
     /// Mechanisms enabled (all three by default; Table 4 runs one at a time).
     pub techniques: Vec<Technique>,
+    /// When the backend says its DRAM traffic counters are estimated from samples (a machine
+    /// without a PMU, where the page-fault sampler is all there is), MAPTU is not a DRAM access
+    /// rate and the threshold above means nothing: an application is then enabled once it
+    /// yields this many samples in an epoch. Chosen: enough for a few pages to reach two
+    /// samples.
+    pub min_samples_when_estimated: u64,
     /// Seed of the P_migrate / P_node draws.
     pub seed: u64,
 }
@@ -111,6 +122,7 @@ impl Default for CarrefourConfig {
                 Technique::Interleaving,
                 Technique::CoLocation,
             ],
+            min_samples_when_estimated: 100,
             seed: 1,
         }
     }
@@ -416,9 +428,18 @@ impl Policy for Carrefour {
             .collect();
 
         // Global decisions, per application (Figure 4).
+        let estimated = obs
+            .counters
+            .estimated
+            .iter()
+            .any(|e| e.starts_with("threads.dram_accesses"));
         let mut decisions = Vec::with_capacity(apps.len());
         for a in &apps {
-            let enabled = a.maptu >= self.cfg.maptu_threshold;
+            let enabled = if estimated {
+                a.samples >= self.cfg.min_samples_when_estimated
+            } else {
+                a.maptu >= self.cfg.maptu_threshold
+            };
             let (imbalance, lar) = if self.cfg.per_application {
                 (
                     a.mc_imbalance_pct.unwrap_or(global.mc_imbalance_pct),

@@ -556,3 +556,32 @@ fn interleave_destinations_follow_p_node() {
         assert!((share - w / 2.6).abs() < 0.03, "node {n}: {share}");
     }
 }
+
+#[test]
+fn estimated_counters_enable_on_sample_activity_instead_of_maptu() {
+    // Counted traffic far below the MAPTU threshold, but the backend says it is an estimate:
+    // 150 samples are enough activity.
+    let mut c = carrefour();
+    let samples: Vec<Sample> = (0..75)
+        .flat_map(|i| [sample(page(i), 2, 0, false), sample(page(i), 2, 0, false)])
+        .collect();
+    let mut obs = observe(Epoch {
+        app_accesses: 150,
+        samples,
+        ..Epoch::default()
+    });
+    obs.counters.estimated = vec!["threads.dram_accesses (sampled accesses)".into()];
+    let actions = c.decide(&topo(), &obs);
+    assert!(c.last_decisions()[0].enabled);
+    assert_eq!(
+        actions,
+        vec![Action::MigratePages {
+            range: range(0, 75),
+            to: NodeId(2)
+        }]
+    );
+    // Without the estimate flag, 150 accesses in 1 ms is under the threshold.
+    let mut c = carrefour();
+    obs.counters.estimated.clear();
+    assert!(c.decide(&topo(), &obs).is_empty());
+}

@@ -52,6 +52,8 @@ pub struct AppMetrics {
     /// DRAM accesses per microsecond to each node attributed to this application, estimated
     /// from the share of its samples homed there.
     pub maptu_by_node: Option<Vec<f64>>,
+    /// Samples of this application in the epoch.
+    pub samples: u64,
 }
 
 fn micros(obs: &Observation) -> f64 {
@@ -102,6 +104,7 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
         by_home: Vec<f64>,
         known: f64,
         local: f64,
+        samples: u64,
     }
     let us = micros(obs);
     let mut apps: Vec<(Pid, Acc)> = Vec::new();
@@ -133,7 +136,6 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
     // Samples come in runs of one process: remember the last one's slot.
     let mut last: Option<(Pid, usize)> = None;
     for s in &obs.samples {
-        let Some(h) = s.home_node else { continue };
         let i = match last {
             Some((pid, i)) if pid == s.pid => i,
             _ => {
@@ -143,6 +145,8 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
             }
         };
         let acc = &mut apps[i].1;
+        acc.samples += 1;
+        let Some(h) = s.home_node else { continue };
         if acc.by_home.len() != nodes {
             acc.by_home = vec![0.0; nodes];
         }
@@ -176,6 +180,7 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
                 mc_imbalance_pct: known.then(|| imbalance_pct(&a.by_home)),
                 maptu_by_node: known
                     .then(|| a.by_home.iter().map(|c| maptu * c / a.known).collect()),
+                samples: a.samples,
             }
         })
         .collect()

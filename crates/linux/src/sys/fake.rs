@@ -38,6 +38,7 @@ pub enum Call {
     PerfOpen {
         attr: PerfAttr,
         pid: Pid,
+        cpu: i32,
     },
     PerfReadCount {
         fd: PerfFd,
@@ -223,10 +224,11 @@ impl Sys for FakeSys {
         self.alive(pid)
     }
 
-    fn perf_open(&mut self, attr: &PerfAttr, pid: Pid) -> Result<PerfFd, Errno> {
+    fn perf_open(&mut self, attr: &PerfAttr, pid: Pid, cpu: i32) -> Result<PerfFd, Errno> {
         self.check(Call::PerfOpen {
             attr: attr.clone(),
             pid,
+            cpu,
         })?;
         self.alive(pid)?;
         let fd = self.next_fd;

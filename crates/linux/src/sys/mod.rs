@@ -188,8 +188,10 @@ pub trait Sys {
     /// Sends a signal to a process.
     fn kill(&mut self, pid: Pid, signal: i32) -> Result<(), Errno>;
 
-    /// perf_event_open(2) on a task (`pid`, all CPUs) and enables it.
-    fn perf_open(&mut self, attr: &PerfAttr, pid: Pid) -> Result<PerfFd, Errno>;
+    /// perf_event_open(2) on a task (`pid`) on one CPU (or every CPU with `cpu = -1`) and
+    /// enables it. An inherited event with a ring buffer must name a CPU: the kernel refuses
+    /// to map the ring of an inherited event that follows the task across CPUs (perf_mmap).
+    fn perf_open(&mut self, attr: &PerfAttr, pid: Pid, cpu: i32) -> Result<PerfFd, Errno>;
 
     /// Reads a counter's value.
     fn perf_read_count(&mut self, fd: PerfFd) -> Result<u64, Errno>;

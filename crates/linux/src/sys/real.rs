@@ -196,7 +196,7 @@ impl Sys for RealSys {
         if r < 0 { Err(errno()) } else { Ok(()) }
     }
 
-    fn perf_open(&mut self, attr: &PerfAttr, pid: Pid) -> Result<PerfFd, Errno> {
+    fn perf_open(&mut self, attr: &PerfAttr, pid: Pid, cpu: i32) -> Result<PerfFd, Errno> {
         let mut a = perf::bindings::perf_event_attr {
             type_: attr.kind,
             size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
@@ -220,7 +220,7 @@ impl Sys for RealSys {
             perf::perf_event_open(
                 &mut a,
                 pid.0,
-                -1,
+                cpu,
                 -1,
                 perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
             )
@@ -411,7 +411,7 @@ mod tests {
             ring_pages: 8,
             ..PerfAttr::default()
         };
-        let fd = match sys.perf_open(&attr, Pid(0)) {
+        let fd = match sys.perf_open(&attr, Pid(0), -1) {
             Ok(fd) => fd,
             // perf_event_paranoid may forbid it; that is a configuration, not a bug.
             Err(e) if e == Errno::EACCES || e == Errno::EPERM => return,

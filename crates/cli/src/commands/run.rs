@@ -1,0 +1,417 @@
+//! `rondpoint run`: launch a program under management and report, like `perf stat`.
+
+use crate::commands::sim::policy_config;
+use crate::format;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use rondpoint_engine::{Accounting, DryRun, EngineConfig, Machine, RateLimits, WallClock};
+use rondpoint_linux::machine::{LinuxMachine, LiveConfig, LiveStats, Signals};
+use rondpoint_linux::sys::{ExitStatus, RealSys, Sys};
+use serde::Serialize;
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The placement policy (see `rondpoint sim --list`; parameters in docs/policies.md).
+    #[arg(long, short = 'p', default_value = "carrefour")]
+    policy: String,
+    /// Policy parameters (TOML, docs/policies.md).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Carrefour's mechanisms to enable (replication, interleaving, co-location).
+    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
+    techniques: Vec<String>,
+    /// Observe and decide, but change nothing: actions are logged and reported, not applied.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the end report as JSON (on stdout; the program's own output is left alone).
+    #[arg(long)]
+    json: bool,
+    /// Epoch length (milliseconds).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    epoch_ms: u64,
+    /// Most pages the policy may move per epoch.
+    #[arg(long, value_name = "PAGES", default_value_t = 65_536)]
+    max_pages_per_epoch: u64,
+    /// Most megabytes the policy may move per epoch.
+    #[arg(long, value_name = "MB", default_value_t = 512)]
+    max_mb_per_epoch: u64,
+    /// Read the topology from DIR instead of /sys.
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    sysfs_root: PathBuf,
+    /// The program to run and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<OsString>,
+}
+
+/// The end report.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub command: Vec<String>,
+    pub policy: String,
+    pub dry_run: bool,
+    pub exit: Option<String>,
+    pub wall_s: f64,
+    pub epochs: u64,
+    pub signals: Signals,
+    pub stats: LiveStats,
+    pub actions: Accounting,
+    pub rondpoint_cpu_s: f64,
+    pub rondpoint_peak_rss_bytes: u64,
+    pub notes: Vec<String>,
+}
+
+fn exit_code(status: Option<ExitStatus>) -> ExitCode {
+    match status {
+        Some(ExitStatus::Code(c)) => ExitCode::from(u8::try_from(c & 0xff).unwrap_or(1)),
+        Some(ExitStatus::Signal(s)) => ExitCode::from(u8::try_from((128 + s) & 0xff).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    }
+}
+
+fn describe(status: Option<ExitStatus>) -> Option<String> {
+    status.map(|s| match s {
+        ExitStatus::Code(c) => format!("exit code {c}"),
+        ExitStatus::Signal(s) => format!("killed by signal {s}"),
+    })
+}
+
+/// Runs the command unchanged (a one-node machine has nothing to manage).
+fn run_plain(argv: &[OsString]) -> Result<ExitCode> {
+    let mut sys = RealSys::new();
+    let pid = sys
+        .spawn(argv, None)
+        .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", argv[0].to_string_lossy()))?;
+    loop {
+        if let Some(status) = sys
+            .try_wait(pid)
+            .map_err(|e| anyhow::anyhow!("waiting: {e}"))?
+        {
+            return Ok(exit_code(Some(status)));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    if args.epoch_ms == 0 {
+        bail!("--epoch-ms must be at least 1");
+    }
+    // Everything that can be wrong with the arguments is checked before the program starts.
+    let config = policy_config(args.config.as_deref(), &args.techniques)?;
+    let mut policy = rondpoint_policy::build(&args.policy, &config)?;
+    let topology = rondpoint_linux::discover(&args.sysfs_root)
+        .context("reading the NUMA topology")?
+        .topology;
+    if !topology.is_numa() {
+        eprintln!(
+            "rondpoint: this machine has a single NUMA node: there is nothing to manage; running \
+             {} unchanged",
+            args.command[0].to_string_lossy()
+        );
+        return run_plain(&args.command);
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("installing the signal handlers")?;
+    }
+    let live = LiveConfig {
+        sysfs_root: args.sysfs_root.clone(),
+        ..LiveConfig::default()
+    };
+    let machine = LinuxMachine::to_launch(RealSys::new(), topology, live, args.command.clone());
+    let engine = EngineConfig {
+        epoch_ns: args.epoch_ms * 1_000_000,
+        time_limit_ns: None,
+        limits: RateLimits {
+            max_pages_per_epoch: Some(args.max_pages_per_epoch),
+            max_bytes_per_epoch: Some(args.max_mb_per_epoch.saturating_mul(1 << 20)),
+        },
+    };
+    let started = Instant::now();
+    let progress = std::io::stderr().is_terminal() && !args.json;
+    let label = args.policy.clone();
+    let mut on_epoch = |r: &rondpoint_engine::EpochReport<'_>| {
+        if progress {
+            let done = r.outcomes.iter().map(|o| o.pages_done).sum::<u64>();
+            eprint!(
+                "\rrondpoint [{label}] epoch {}: {} samples, {} actions, {done} pages placed   ",
+                r.epoch,
+                r.observation.samples.len(),
+                r.actions.len()
+            );
+        }
+    };
+    let (acct, mut machine) = if args.dry_run {
+        let mut m = Stoppable {
+            inner: DryRun::new(machine),
+            stop: Arc::clone(&stop),
+            sent: false,
+        };
+        let acct = rondpoint_engine::run(
+            &mut m,
+            policy.as_mut(),
+            &mut WallClock::new(),
+            &engine,
+            &mut on_epoch,
+        )?;
+        (acct, m.inner.into_inner())
+    } else {
+        let mut m = Stoppable {
+            inner: machine,
+            stop: Arc::clone(&stop),
+            sent: false,
+        };
+        let acct = rondpoint_engine::run(
+            &mut m,
+            policy.as_mut(),
+            &mut WallClock::new(),
+            &engine,
+            &mut on_epoch,
+        )?;
+        (acct, m.inner)
+    };
+    if progress {
+        eprintln!();
+    }
+    let (cpu_ns, rss) = machine.own_usage();
+    let mut notes = Vec::new();
+    if let Some(e) = &machine.signals().sampler_error {
+        notes.push(format!("no samples: {e}"));
+    }
+    if machine.signals().numa_balancing != Some(1) {
+        notes.push(
+            "kernel.numa_balancing is not 1: only first-touch page faults were sampled, so \
+             later accesses were not seen (set it to 1 to sample NUMA hinting faults)"
+                .into(),
+        );
+    }
+    let report = RunReport {
+        command: args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        policy: args.policy.clone(),
+        dry_run: args.dry_run,
+        exit: describe(machine.exit_status()),
+        wall_s: started.elapsed().as_secs_f64(),
+        epochs: acct.epochs,
+        signals: machine.signals().clone(),
+        stats: machine.stats().clone(),
+        actions: acct,
+        rondpoint_cpu_s: cpu_ns as f64 / 1e9,
+        rondpoint_peak_rss_bytes: rss,
+        notes,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        eprint!("{}", render(&report));
+    }
+    Ok(exit_code(machine.exit_status()))
+}
+
+/// Forwards SIGINT/SIGTERM received by rondpoint to the program once, and keeps managing
+/// until it ends (so the report is complete and the exit status is the program's).
+struct Stoppable<M> {
+    inner: M,
+    stop: Arc<AtomicBool>,
+    sent: bool,
+}
+
+impl<M> Stoppable<M> {
+    fn forward(&mut self, send: impl FnOnce(&mut M)) {
+        if !self.sent && self.stop.load(Ordering::Relaxed) {
+            self.sent = true;
+            send(&mut self.inner);
+        }
+    }
+}
+
+macro_rules! delegate_machine {
+    ($inner:ty, $kill:expr) => {
+        impl Machine for Stoppable<$inner> {
+            type Error = <$inner as Machine>::Error;
+            fn topology(&self) -> &rondpoint_model::Topology {
+                self.inner.topology()
+            }
+            fn processes(&self) -> Vec<rondpoint_model::ProcessInfo> {
+                self.inner.processes()
+            }
+            fn observe(&mut self, until: u64) -> Result<rondpoint_model::Observation, Self::Error> {
+                self.forward($kill);
+                self.inner.observe(until)
+            }
+            fn apply(
+                &mut self,
+                actions: &[rondpoint_model::Action],
+            ) -> Result<Vec<rondpoint_model::Outcome>, Self::Error> {
+                self.inner.apply(actions)
+            }
+            fn start(
+                &mut self,
+                actions: &[rondpoint_model::Action],
+            ) -> Result<Vec<rondpoint_model::Outcome>, Self::Error> {
+                self.inner.start(actions)
+            }
+            fn finished(&self) -> bool {
+                self.inner.finished()
+            }
+            fn poll_finished(&mut self) -> bool {
+                self.forward($kill);
+                self.inner.poll_finished()
+            }
+            fn set_sampling(&mut self, request: &rondpoint_model::SamplingRequest) {
+                self.inner.set_sampling(request)
+            }
+        }
+    };
+}
+
+delegate_machine!(LinuxMachine<RealSys>, |m: &mut LinuxMachine<RealSys>| {
+    let _ = rondpoint_linux::machine::stop(m, libc_sigterm());
+});
+delegate_machine!(DryRun<LinuxMachine<RealSys>>, |m: &mut DryRun<
+    LinuxMachine<RealSys>,
+>| {
+    let _ = rondpoint_linux::machine::stop(m.inner_mut(), libc_sigterm());
+});
+
+fn libc_sigterm() -> i32 {
+    signal_hook::consts::SIGTERM
+}
+
+fn pages_row(label: &str, pages: &Option<Vec<u64>>) -> Vec<String> {
+    let mut row = vec![label.to_string()];
+    match pages {
+        Some(p) => {
+            let total: u64 = p.iter().sum::<u64>().max(1);
+            row.extend(p.iter().map(|&x| {
+                format!(
+                    "{} ({:.0}%)",
+                    format::bytes(x * 4096),
+                    100.0 * x as f64 / total as f64
+                )
+            }));
+        }
+        None => row.push("-".into()),
+    }
+    row
+}
+
+/// The human-readable end report.
+pub fn render(r: &RunReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n rondpoint report for '{}' (policy {}{}):\n",
+        r.command.join(" "),
+        r.policy,
+        if r.dry_run {
+            ", dry run: nothing was changed"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "   {:>12.3} s wall time, {} epochs",
+        r.wall_s, r.epochs
+    );
+    let _ = writeln!(
+        out,
+        "   {:>12}   program {}",
+        "",
+        r.exit.as_deref().unwrap_or("still running")
+    );
+    let _ = writeln!(
+        out,
+        "   {:>12}   samples ({} lost), from {}",
+        r.stats.samples,
+        r.stats.lost_samples,
+        r.signals.sampler.as_deref().unwrap_or("no sampler")
+    );
+    if !r.signals.estimated.is_empty() {
+        let _ = writeln!(
+            out,
+            "   {:>12}   estimated, not counted: {}",
+            "",
+            r.signals.estimated.join("; ")
+        );
+    }
+    for (t, totals) in &r.actions.by_technique {
+        let _ = writeln!(
+            out,
+            "   {:>12}   {t}: {} actions ({} applied, {} partial, {} failed, {} skipped, {} substituted), {} pages placed, {} copied",
+            "",
+            totals.actions,
+            totals.applied,
+            totals.partial,
+            totals.failed,
+            totals.skipped,
+            totals.substituted,
+            totals.pages_done,
+            format::bytes(totals.bytes_copied)
+        );
+    }
+    if r.actions.by_technique.is_empty() {
+        let _ = writeln!(out, "   {:>12}   no placement actions", "");
+    }
+    let n = r
+        .stats
+        .pages_first
+        .as_ref()
+        .or(r.stats.pages_last.as_ref())
+        .map_or(0, Vec::len);
+    if n > 0 {
+        let mut header = vec!["placement".to_string()];
+        header.extend((0..n).map(|i| format!("node{i}")));
+        let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let right: Vec<bool> = (0..=n).map(|i| i > 0).collect();
+        let table = format::table(
+            &refs,
+            &right,
+            vec![
+                pages_row("first epoch", &r.stats.pages_first),
+                pages_row("last epoch", &r.stats.pages_last),
+            ],
+        );
+        out.push('\n');
+        for line in table.lines() {
+            let _ = writeln!(out, "   {line}");
+        }
+    }
+    let lar = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |x| format!("{:.0}%", 100.0 * x));
+    let _ = writeln!(
+        out,
+        "\n   local access ratio of sampled accesses: {} first epoch, {} last epoch",
+        lar(r.stats.lar_first),
+        lar(r.stats.lar_last)
+    );
+    let _ = writeln!(
+        out,
+        "   rondpoint itself: {:.3} s CPU ({:.2}% of one core), {} peak memory",
+        r.rondpoint_cpu_s,
+        100.0 * r.rondpoint_cpu_s / r.wall_s.max(1e-9),
+        format::bytes(r.rondpoint_peak_rss_bytes)
+    );
+    for n in &r.notes {
+        let _ = writeln!(out, "   note: {n}");
+    }
+    out
+}

@@ -1,0 +1,751 @@
+//! `LinuxMachine`: the engine's live backend. It observes managed processes through procfs,
+//! sysfs and perf, and carries out actions through the syscall trait. It decides nothing.
+//!
+//! What it can see depends on the machine, and it says so ([`Signals`]):
+//! - per-page samples with the accessing CPU: the software page-fault event (first touches,
+//!   and NUMA hinting faults when kernel.numa_balancing=1), which works without a PMU, as in
+//!   most VMs (IBS and PEBS sampling are not wired in yet);
+//! - counters: without hardware counters, the DRAM traffic per node and per source node is
+//!   estimated from the samples (their accessing node and the page's node, found with a
+//!   move_pages query), and cycles from CPU time; the observation lists what was estimated.
+//!
+//! Safety: only the processes it was asked to manage (and their descendants) are touched;
+//! actions on any other pid are refused. A managed program that exits is normal.
+
+use crate::actuate;
+use crate::perf::ring::{self, Record, SampleFormat};
+use crate::procfs::{ProcError, ProcRoot};
+use crate::sys::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, Sys};
+use crate::thp::{self, ThpMapping};
+use rondpoint_engine::Machine;
+use rondpoint_model::{
+    AccessKind, Action, Counters, MemPolicy, NodeCounters, NodeId, NodeMemory, Observation,
+    Outcome, PageSize, Pid, ProcessInfo, Sample, SampleSource, SamplingRequest, ThreadCounters,
+    ThreadInfo, Tid, Topology,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Instant;
+use thiserror::Error;
+
+/// The pid a policy sees for the program `rondpoint run` is about to launch, so that its
+/// start decisions (an allocation policy) can name it before it exists.
+pub const PENDING: Pid = Pid(0);
+
+/// What can go wrong managing live processes.
+#[derive(Debug, Error)]
+pub enum LiveError {
+    #[error("cannot start {program}: {errno}")]
+    Spawn { program: String, errno: Errno },
+    #[error(transparent)]
+    Proc(#[from] ProcError),
+    #[error("{what}: {errno}")]
+    Sys { what: String, errno: Errno },
+}
+
+/// Which signals a run had, for the report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Signals {
+    /// Per-page samples came from this source (None: no sampling was asked for or possible).
+    pub sampler: Option<String>,
+    /// Why sampling was not possible, when it was asked for.
+    pub sampler_error: Option<String>,
+    /// kernel.numa_balancing (hinting faults are only sampled when it is 1).
+    pub numa_balancing: Option<u32>,
+    /// Counters estimated rather than counted.
+    pub estimated: Vec<String>,
+}
+
+/// Live backend settings.
+#[derive(Clone, Debug)]
+pub struct LiveConfig {
+    pub sysfs_root: PathBuf,
+    pub proc_root: PathBuf,
+    /// Most distinct sampled pages whose node is queried per epoch.
+    pub max_queried_pages: usize,
+    /// Data pages of each perf ring buffer (a power of two).
+    pub ring_pages: usize,
+    /// Nominal clock (GHz) used to estimate cycles from CPU time without a PMU.
+    pub nominal_ghz: f64,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        Self {
+            sysfs_root: "/sys".into(),
+            proc_root: "/proc".into(),
+            max_queried_pages: 20_000,
+            ring_pages: 64,
+            nominal_ghz: 2.5,
+        }
+    }
+}
+
+/// Per-process sampling state.
+#[derive(Debug)]
+struct Sampler {
+    /// One inherited event per (process, CPU).
+    fds: BTreeMap<(Pid, u32), PerfFd>,
+    format: SampleFormat,
+    buffer: Vec<u8>,
+    lost: u64,
+}
+
+/// Everything the report needs, accumulated over the run.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct LiveStats {
+    pub samples: u64,
+    pub lost_samples: u64,
+    /// Pages of the managed processes per node at the first and the latest epoch.
+    pub pages_first: Option<Vec<u64>>,
+    pub pages_last: Option<Vec<u64>>,
+    /// Local share of sampled accesses (with a known page node) at the first and latest epoch.
+    pub lar_first: Option<f64>,
+    pub lar_last: Option<f64>,
+    /// Actions refused because they named a process rondpoint does not manage.
+    pub refused_unmanaged: u64,
+}
+
+/// The live machine.
+#[derive(Debug)]
+pub struct LinuxMachine<S: Sys> {
+    sys: S,
+    proc: ProcRoot,
+    config: LiveConfig,
+    topology: Topology,
+    roots: Vec<Pid>,
+    managed: BTreeSet<Pid>,
+    launch: Option<Vec<OsString>>,
+    launched: Option<Pid>,
+    exit: Option<ExitStatus>,
+    sampling: SamplingRequest,
+    sampler: Option<Sampler>,
+    signals: Signals,
+    stats: LiveStats,
+    thp: HashMap<Pid, Vec<ThpMapping>>,
+    cpu_ticks: HashMap<(Pid, Tid), u64>,
+    epoch: u64,
+    epoch_start: Instant,
+    start: Instant,
+}
+
+fn sys_err(what: &str) -> impl Fn(Errno) -> LiveError + '_ {
+    move |errno| LiveError::Sys {
+        what: what.to_string(),
+        errno,
+    }
+}
+
+impl<S: Sys> LinuxMachine<S> {
+    fn new(sys: S, topology: Topology, config: LiveConfig) -> Self {
+        let proc = ProcRoot::new(config.proc_root.clone());
+        let numa_balancing = proc.numa_balancing().ok().flatten();
+        Self {
+            sys,
+            proc,
+            config,
+            topology,
+            roots: Vec::new(),
+            managed: BTreeSet::new(),
+            launch: None,
+            launched: None,
+            exit: None,
+            sampling: SamplingRequest::NONE,
+            sampler: None,
+            signals: Signals {
+                numa_balancing,
+                ..Signals::default()
+            },
+            stats: LiveStats::default(),
+            thp: HashMap::new(),
+            cpu_ticks: HashMap::new(),
+            epoch: 0,
+            epoch_start: Instant::now(),
+            start: Instant::now(),
+        }
+    }
+
+    /// A machine that will launch `argv` when the engine applies the policy's start
+    /// decisions (with the allocation policy they ask for, if any).
+    pub fn to_launch(sys: S, topology: Topology, config: LiveConfig, argv: Vec<OsString>) -> Self {
+        let mut m = Self::new(sys, topology, config);
+        m.launch = Some(argv);
+        m
+    }
+
+    /// A machine managing running processes (and their descendants).
+    pub fn to_manage(sys: S, topology: Topology, config: LiveConfig, pids: Vec<Pid>) -> Self {
+        let mut m = Self::new(sys, topology, config);
+        m.roots = pids;
+        m.refresh_managed();
+        m
+    }
+
+    /// The launched program's exit status, once it has ended.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        self.exit
+    }
+
+    /// The launched program's pid.
+    pub fn launched(&self) -> Option<Pid> {
+        self.launched
+    }
+
+    pub fn signals(&self) -> &Signals {
+        &self.signals
+    }
+
+    pub fn stats(&self) -> &LiveStats {
+        &self.stats
+    }
+
+    /// The syscall layer (tests inspect the fake's calls).
+    pub fn sys(&self) -> &S {
+        &self.sys
+    }
+
+    /// rondpoint's own CPU time (ns) and peak memory (bytes).
+    pub fn own_usage(&mut self) -> (u64, u64) {
+        (self.sys.own_cpu_time_ns(), self.sys.own_peak_rss_bytes())
+    }
+
+    /// Processes currently managed.
+    pub fn managed(&self) -> Vec<Pid> {
+        self.managed.iter().copied().collect()
+    }
+
+    /// Re-reads which processes are managed: the roots still alive and their descendants.
+    fn refresh_managed(&mut self) {
+        let mut set = BTreeSet::new();
+        for &root in &self.roots {
+            if self.proc.stat(root).ok().flatten().is_none() {
+                continue;
+            }
+            set.insert(root);
+            if let Ok(d) = self.proc.descendants(root) {
+                set.extend(d);
+            }
+        }
+        self.managed = set;
+    }
+
+    fn launch_now(&mut self, policy: Option<&MemPolicy>) -> Result<(), LiveError> {
+        let Some(argv) = self.launch.take() else {
+            return Ok(());
+        };
+        let mempolicy = policy.and_then(|p| match p {
+            MemPolicy::Default => None,
+            MemPolicy::Bind { nodes } => Some((MemPolicyMode::Bind, nodes.clone())),
+            MemPolicy::Interleave { nodes } => Some((MemPolicyMode::Interleave, nodes.clone())),
+            MemPolicy::PreferredMany { nodes } => {
+                Some((MemPolicyMode::PreferredMany, nodes.clone()))
+            }
+            MemPolicy::WeightedInterleave { weights } => Some((
+                MemPolicyMode::WeightedInterleave,
+                weights.iter().map(|w| w.0).collect(),
+            )),
+        });
+        let policy = mempolicy.map(|(m, nodes)| (m, NodeMask::of(nodes.iter().map(|n| n.0))));
+        let program = argv
+            .first()
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let pid = self
+            .sys
+            .spawn(&argv, policy)
+            .map_err(|errno| LiveError::Spawn { program, errno })?;
+        self.launched = Some(pid);
+        self.roots = vec![pid];
+        self.managed = BTreeSet::from([pid]);
+        self.start = Instant::now();
+        self.epoch_start = self.start;
+        self.attach_sampler();
+        Ok(())
+    }
+
+    /// Opens the page-fault sampler on managed processes that do not have one yet.
+    fn attach_sampler(&mut self) {
+        let wants = self.sampling.period_cycles.is_some() || self.sampling.hinting.is_some();
+        if !wants {
+            if let Some(s) = self.sampler.take() {
+                for (_, fd) in s.fds {
+                    self.sys.perf_close(fd);
+                }
+            }
+            return;
+        }
+        let sampler = self.sampler.get_or_insert_with(|| Sampler {
+            fds: BTreeMap::new(),
+            format: SampleFormat {
+                sample_type: SampleFormat::TID | SampleFormat::ADDR | SampleFormat::CPU,
+            },
+            buffer: Vec::new(),
+            lost: 0,
+        });
+        let cpus: Vec<u32> = self
+            .topology
+            .nodes()
+            .iter()
+            .flat_map(|n| n.cpus.iter().map(|c| c.0))
+            .collect();
+        // Ring pages per CPU: a power of two, smaller on machines with many CPUs.
+        let ring_pages = (self.config.ring_pages * 8 / cpus.len().max(1))
+            .clamp(4, self.config.ring_pages.max(4))
+            .next_power_of_two();
+        let attr = PerfAttr {
+            kind: 1,   // PERF_TYPE_SOFTWARE
+            config: 2, // PERF_COUNT_SW_PAGE_FAULTS
+            sample_period: 1,
+            sample_type: sampler.format.sample_type,
+            inherit: true,
+            ring_pages,
+            ..PerfAttr::default()
+        };
+        for &pid in &self.managed {
+            if sampler.fds.keys().any(|(p, _)| *p == pid) {
+                continue;
+            }
+            let mut opened = 0;
+            let mut last_error = None;
+            for &cpu in &cpus {
+                match self.sys.perf_open(&attr, pid, cpu as i32) {
+                    Ok(fd) => {
+                        sampler.fds.insert((pid, cpu), fd);
+                        opened += 1;
+                    }
+                    Err(e) if e == Errno::ESRCH => break,
+                    // A CPU that is offline (or absent when the topology came from a fixture
+                    // tree) is skipped.
+                    Err(e) if e == Errno::ENODEV || e == Errno::EINVAL => last_error = Some(e),
+                    Err(e) => {
+                        last_error = Some(e);
+                        break;
+                    }
+                }
+            }
+            if opened > 0 {
+                self.signals.sampler = Some(
+                    "page faults (first touches; NUMA hinting faults when kernel.numa_balancing=1)"
+                        .into(),
+                );
+            } else if let Some(e) = last_error {
+                self.signals.sampler_error = Some(match e {
+                    Errno::EACCES | Errno::EPERM => format!(
+                        "perf_event_open on {pid}: {e}: sampling another process needs \
+                         CAP_PERFMON (or CAP_SYS_ADMIN), or kernel.perf_event_paranoid <= 1 \
+                         for your own processes"
+                    ),
+                    _ => format!("perf_event_open on {pid}: {e}"),
+                });
+            }
+        }
+    }
+
+    /// Drains the rings and turns records into samples.
+    fn collect_samples(&mut self) -> Vec<Sample> {
+        let Some(sampler) = self.sampler.as_mut() else {
+            return Vec::new();
+        };
+        let mut raw = Vec::new();
+        let mut closed = Vec::new();
+        for (&(pid, _), &fd) in &sampler.fds {
+            sampler.buffer.clear();
+            if self.sys.perf_drain(fd, &mut sampler.buffer).is_err() {
+                continue;
+            }
+            match ring::parse(&sampler.buffer, &sampler.format) {
+                Ok((records, _)) => {
+                    for r in records {
+                        match r {
+                            Record::Sample(s) => raw.push((pid, s)),
+                            Record::Lost { lost, .. } => sampler.lost += lost,
+                            _ => {}
+                        }
+                    }
+                }
+                Err(_) => closed.push(pid),
+            }
+        }
+        // Stop sampling processes that are gone.
+        let gone: Vec<(Pid, u32)> = sampler
+            .fds
+            .keys()
+            .copied()
+            .filter(|(p, _)| !self.managed.contains(p) || closed.contains(p))
+            .collect();
+        for key in gone {
+            if let Some(fd) = sampler.fds.remove(&key) {
+                self.sys.perf_close(fd);
+            }
+        }
+        self.stats.lost_samples = sampler.lost;
+        let mut out = Vec::with_capacity(raw.len());
+        for (root, s) in raw {
+            let (Some(addr), Some(cpu)) = (s.addr, s.cpu) else {
+                continue;
+            };
+            let pid = s.pid.map_or(root, |p| Pid(p as i32));
+            let tid = s.tid.map_or(Tid(pid.0), |t| Tid(t as i32));
+            let Some(node) = self.topology.node_of_cpu(rondpoint_model::CpuId(cpu)) else {
+                continue;
+            };
+            let page_size = self
+                .thp
+                .get(&pid)
+                .map_or(PageSize::Base4K, |m| thp::page_size_of(m, addr));
+            out.push(Sample {
+                pid,
+                tid,
+                cpu: rondpoint_model::CpuId(cpu),
+                node,
+                addr,
+                page_size,
+                kind: AccessKind::Read,
+                source: if self.signals.numa_balancing == Some(1) {
+                    SampleSource::HintingFault
+                } else {
+                    SampleSource::PageFault
+                },
+                latency_cycles: None,
+                dram: None,
+                home_node: None,
+            });
+        }
+        self.fill_home_nodes(&mut out);
+        out
+    }
+
+    /// Where each sampled page is now (one move_pages query per process, bounded).
+    fn fill_home_nodes(&mut self, samples: &mut [Sample]) {
+        let mut pages: BTreeMap<Pid, BTreeSet<u64>> = BTreeMap::new();
+        let mut budget = self.config.max_queried_pages;
+        for s in samples.iter() {
+            let set = pages.entry(s.pid).or_default();
+            if budget > 0 && set.insert(s.page()) {
+                budget -= 1;
+            }
+        }
+        let mut home: HashMap<(Pid, u64), NodeId> = HashMap::new();
+        for (pid, set) in pages {
+            let addrs: Vec<u64> = set.into_iter().collect();
+            if let Ok(status) = actuate::query(&mut self.sys, pid, &addrs) {
+                for (a, s) in addrs.iter().zip(status) {
+                    if s >= 0 {
+                        home.insert((pid, *a), NodeId(s as u16));
+                    }
+                }
+            }
+        }
+        for s in samples.iter_mut() {
+            s.home_node = home.get(&(s.pid, s.page())).copied();
+        }
+    }
+
+    fn node_memory(&self) -> Vec<NodeMemory> {
+        let root = self.config.sysfs_root.join("devices/system/node");
+        self.topology
+            .nodes()
+            .iter()
+            .map(|n| {
+                let path = root.join(format!("node{}/meminfo", n.id.0));
+                let (mut total, mut free) = (n.mem_total_bytes, n.mem_free_bytes);
+                if let Ok(text) = std::fs::read_to_string(path) {
+                    for line in text.lines() {
+                        let w: Vec<&str> = line.split_whitespace().collect();
+                        let v = w
+                            .get(3)
+                            .and_then(|v| v.parse::<u64>().ok())
+                            .map(|k| k * 1024);
+                        match (w.get(2), v) {
+                            (Some(&"MemTotal:"), Some(v)) => total = v,
+                            (Some(&"MemFree:"), Some(v)) => free = v,
+                            _ => {}
+                        }
+                    }
+                }
+                NodeMemory {
+                    node: n.id,
+                    total_bytes: total,
+                    free_bytes: free.min(total),
+                }
+            })
+            .collect()
+    }
+
+    fn pages_by_node(&self) -> Vec<u64> {
+        let mut v = vec![0u64; self.topology.len()];
+        for &pid in &self.managed {
+            if let Ok(Some(maps)) = self.proc.numa_maps(pid) {
+                for m in maps {
+                    for (node, pages) in &m.pages_by_node {
+                        if let Some(i) = self.topology.index_of(*node) {
+                            v[i] += pages * (m.page_size_kb / 4).max(1); // in 4 KiB pages
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    fn counters(&mut self, samples: &[Sample], duration_ns: u64) -> Counters {
+        let n = self.topology.len();
+        let mut nodes: Vec<NodeCounters> = self
+            .topology
+            .nodes()
+            .iter()
+            .map(|x| NodeCounters {
+                node: x.id,
+                dram_accesses_by_source: vec![0; n],
+                ..NodeCounters::default()
+            })
+            .collect();
+        let mut per_thread: BTreeMap<(Pid, Tid), (NodeId, u64)> = BTreeMap::new();
+        for s in samples {
+            if let (Some(h), Some(src)) = (
+                s.home_node.and_then(|h| self.topology.index_of(h)),
+                self.topology.index_of(s.node),
+            ) {
+                nodes[h].dram_accesses_by_source[src] += 1;
+                nodes[h].dram_reads += 1;
+            }
+            let e = per_thread.entry((s.pid, s.tid)).or_insert((s.node, 0));
+            e.1 += 1;
+        }
+        let mut threads = Vec::new();
+        let ticks_ns = 1e9 / 100.0; // USER_HZ is 100 on Linux
+        for &pid in &self.managed {
+            let Ok(list) = self.proc.threads(pid) else {
+                continue;
+            };
+            for t in list {
+                let before = self
+                    .cpu_ticks
+                    .insert((pid, t.tid), t.cpu_ticks)
+                    .unwrap_or(0);
+                let busy_ns = t.cpu_ticks.saturating_sub(before) as f64 * ticks_ns;
+                let node = t
+                    .cpu
+                    .and_then(|c| self.topology.node_of_cpu(c))
+                    .unwrap_or(NodeId(0));
+                let accesses = per_thread.get(&(pid, t.tid)).map_or(0, |e| e.1);
+                threads.push(ThreadCounters {
+                    pid,
+                    tid: t.tid,
+                    node,
+                    instructions: 0,
+                    cycles: (busy_ns * self.config.nominal_ghz) as u64,
+                    llc_misses: 0,
+                    dram_accesses: accesses,
+                    dram_writes: 0,
+                });
+            }
+        }
+        for t in &threads {
+            if let Some(i) = self.topology.index_of(t.node) {
+                nodes[i].cycles += t.cycles;
+            }
+        }
+        let estimated = vec![
+            "nodes.dram_accesses_by_source (sampled accesses, by page node and CPU node)".into(),
+            "threads.dram_accesses (sampled accesses)".into(),
+            "threads.cycles (CPU time x nominal clock)".into(),
+        ];
+        self.signals.estimated.clone_from(&estimated);
+        Counters {
+            duration_ns,
+            nodes,
+            threads,
+            links: Vec::new(),
+            estimated,
+        }
+    }
+
+    fn lar(samples: &[Sample]) -> Option<f64> {
+        let known: Vec<&Sample> = samples.iter().filter(|s| s.home_node.is_some()).collect();
+        if known.is_empty() {
+            return None;
+        }
+        let local = known.iter().filter(|s| s.home_node == Some(s.node)).count();
+        Some(local as f64 / known.len() as f64)
+    }
+
+    fn check_exit(&mut self) {
+        if let (Some(pid), None) = (self.launched, self.exit) {
+            if let Ok(Some(status)) = self.sys.try_wait(pid) {
+                self.exit = Some(status);
+            }
+        }
+    }
+}
+
+impl<S: Sys> Machine for LinuxMachine<S> {
+    type Error = LiveError;
+
+    fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    fn processes(&self) -> Vec<ProcessInfo> {
+        if self.launch.is_some() {
+            return vec![ProcessInfo {
+                pid: PENDING,
+                comm: "(about to start)".into(),
+                threads: Vec::new(),
+                resident_bytes_by_node: vec![0; self.topology.len()],
+            }];
+        }
+        self.managed
+            .iter()
+            .filter_map(|&pid| {
+                let comm = self.proc.comm(pid).ok().flatten()?;
+                let threads = self
+                    .proc
+                    .threads(pid)
+                    .ok()?
+                    .into_iter()
+                    .filter_map(|t| {
+                        let cpu = t.cpu?;
+                        Some(ThreadInfo {
+                            tid: t.tid,
+                            cpu,
+                            node: self.topology.node_of_cpu(cpu)?,
+                            allowed_cpus: t.allowed_cpus,
+                        })
+                    })
+                    .collect();
+                let mut resident = vec![0u64; self.topology.len()];
+                if let Ok(Some(maps)) = self.proc.numa_maps(pid) {
+                    for m in maps {
+                        let page_bytes = m.page_size_kb.max(4) * 1024;
+                        for (node, pages) in &m.pages_by_node {
+                            if let Some(i) = self.topology.index_of(*node) {
+                                resident[i] += pages * page_bytes;
+                            }
+                        }
+                    }
+                }
+                Some(ProcessInfo {
+                    pid,
+                    comm,
+                    threads,
+                    resident_bytes_by_node: resident,
+                })
+            })
+            .collect()
+    }
+
+    fn observe(&mut self, _until_ns: u64) -> Result<Observation, LiveError> {
+        self.check_exit();
+        self.refresh_managed();
+        self.attach_sampler();
+        for &pid in &self.managed {
+            let path = self.config.proc_root.join(format!("{}/smaps", pid.0));
+            if let Ok(text) = std::fs::read_to_string(path) {
+                self.thp.insert(pid, thp::parse_smaps(&text));
+            }
+        }
+        let samples = self.collect_samples();
+        self.stats.samples += samples.len() as u64;
+        let now = Instant::now();
+        let duration_ns =
+            u64::try_from(now.duration_since(self.epoch_start).as_nanos()).unwrap_or(u64::MAX);
+        let start_ns =
+            u64::try_from(self.epoch_start.duration_since(self.start).as_nanos()).unwrap_or(0);
+        self.epoch_start = now;
+        let counters = self.counters(&samples, duration_ns);
+        let lar = Self::lar(&samples);
+        if !self.managed.is_empty() {
+            let pages = self.pages_by_node();
+            if self.stats.pages_first.is_none() && pages.iter().sum::<u64>() > 0 {
+                self.stats.pages_first = Some(pages.clone());
+                self.stats.lar_first = lar;
+            }
+            if pages.iter().sum::<u64>() > 0 {
+                self.stats.pages_last = Some(pages);
+            }
+            if lar.is_some() {
+                self.stats.lar_last = lar;
+            }
+        }
+        let obs = Observation {
+            epoch: self.epoch,
+            start_ns,
+            counters,
+            samples,
+            memory: self.node_memory(),
+            processes: self.processes(),
+            collapses: Vec::new(),
+            truth: None,
+        };
+        self.epoch += 1;
+        Ok(obs)
+    }
+
+    /// Launches the program (if this machine launches one) with the allocation policy the
+    /// start decisions ask for it, then carries out the other start decisions.
+    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, LiveError> {
+        if self.launch.is_none() {
+            return self.apply(actions);
+        }
+        let policy = actions.iter().find_map(|a| match a {
+            Action::SetMemPolicy { pid, policy } if *pid == PENDING => Some(policy.clone()),
+            _ => None,
+        });
+        self.launch_now(policy.as_ref())?;
+        Ok(actions
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a {
+                Action::SetMemPolicy { pid, .. } if *pid == PENDING => Outcome::applied(i),
+                _ => Outcome::skipped(i, 0, "the program had not started yet"),
+            })
+            .collect())
+    }
+
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, LiveError> {
+        let mut out = Vec::with_capacity(actions.len());
+        for (i, a) in actions.iter().enumerate() {
+            let pid = a.pid();
+            if !self.managed.contains(&pid) {
+                self.stats.refused_unmanaged += 1;
+                out.push(Outcome::skipped(
+                    i,
+                    0,
+                    format!("{pid} is not managed by rondpoint"),
+                ));
+                continue;
+            }
+            out.push(actuate::apply(&mut self.sys, &self.topology, i, a));
+        }
+        Ok(out)
+    }
+
+    fn finished(&self) -> bool {
+        match self.launched {
+            Some(_) => self.exit.is_some(),
+            None => self.launch.is_none() && self.managed.is_empty(),
+        }
+    }
+
+    fn poll_finished(&mut self) -> bool {
+        self.check_exit();
+        self.finished()
+    }
+
+    fn set_sampling(&mut self, request: &SamplingRequest) {
+        self.sampling = *request;
+        if self.launch.is_none() {
+            self.attach_sampler();
+        }
+    }
+}
+
+/// Kills and reaps what is left of a launched program (used when rondpoint itself is stopped).
+pub fn stop<S: Sys>(m: &mut LinuxMachine<S>, signal: i32) -> Result<(), LiveError> {
+    if let (Some(pid), None) = (m.launched, m.exit) {
+        m.sys.kill(pid, signal).map_err(sys_err("kill"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,377 @@
+//! A pure parser of perf_event ring-buffer records.
+//!
+//! The kernel writes records into the mmap'ed ring buffer as `struct perf_event_header { u32
+//! type; u16 misc; u16 size; }` followed by `size - 8` bytes of body; the data section of a
+//! perf.data file holds the same bytes. [`parse`] reads a contiguous run of them (the syscall
+//! layer copies a wrapped region of the ring into one buffer first) and returns the records and
+//! how many bytes it consumed: a record cut at the end of the buffer is left for the next call.
+//!
+//! PERF_RECORD_SAMPLE bodies depend on the event's `attr.sample_type`; [`SampleFormat`] gives it
+//! and the fields are read in the kernel's order (`include/uapi/linux/perf_event.h`, checked
+//! against `perf_output_sample` in kernel/events/core.c for the fields after PHYS_ADDR):
+//! IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID, CPU, PERIOD, READ, CALLCHAIN, RAW,
+//! BRANCH_STACK, REGS_USER, STACK_USER, WEIGHT | WEIGHT_STRUCT, DATA_SRC, TRANSACTION, REGS_INTR,
+//! PHYS_ADDR, CGROUP, DATA_PAGE_SIZE, CODE_PAGE_SIZE, AUX. The fields whose length depends on
+//! other attr fields (READ, BRANCH_STACK, REGS_USER, STACK_USER, REGS_INTR) are refused rather
+//! than guessed. Everything is little-endian: rondpoint runs on x86-64.
+//!
+//! Decoding what a sample says about memory lives in `perf/datasrc.rs`
+//! ([`decode_data_src`], [`decode_ibs_op`]), re-exported here.
+
+use thiserror::Error;
+
+pub use super::datasrc::{DataSource, IbsOp, decode_data_src, decode_ibs_op};
+
+/// PERF_RECORD_LOST.
+pub const PERF_RECORD_LOST: u32 = 2;
+/// PERF_RECORD_THROTTLE.
+pub const PERF_RECORD_THROTTLE: u32 = 5;
+/// PERF_RECORD_UNTHROTTLE.
+pub const PERF_RECORD_UNTHROTTLE: u32 = 6;
+/// PERF_RECORD_SAMPLE.
+pub const PERF_RECORD_SAMPLE: u32 = 9;
+
+/// Size of `struct perf_event_header`.
+pub const HEADER_SIZE: usize = 8;
+
+/// The `attr.sample_type` the records were produced with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SampleFormat {
+    pub sample_type: u64,
+}
+
+impl SampleFormat {
+    pub const IP: u64 = 1 << 0;
+    pub const TID: u64 = 1 << 1;
+    pub const TIME: u64 = 1 << 2;
+    pub const ADDR: u64 = 1 << 3;
+    pub const READ: u64 = 1 << 4;
+    pub const CALLCHAIN: u64 = 1 << 5;
+    pub const ID: u64 = 1 << 6;
+    pub const CPU: u64 = 1 << 7;
+    pub const PERIOD: u64 = 1 << 8;
+    pub const STREAM_ID: u64 = 1 << 9;
+    pub const RAW: u64 = 1 << 10;
+    pub const BRANCH_STACK: u64 = 1 << 11;
+    pub const REGS_USER: u64 = 1 << 12;
+    pub const STACK_USER: u64 = 1 << 13;
+    pub const WEIGHT: u64 = 1 << 14;
+    pub const DATA_SRC: u64 = 1 << 15;
+    pub const IDENTIFIER: u64 = 1 << 16;
+    pub const TRANSACTION: u64 = 1 << 17;
+    pub const REGS_INTR: u64 = 1 << 18;
+    pub const PHYS_ADDR: u64 = 1 << 19;
+    pub const AUX: u64 = 1 << 20;
+    pub const CGROUP: u64 = 1 << 21;
+    pub const DATA_PAGE_SIZE: u64 = 1 << 22;
+    pub const CODE_PAGE_SIZE: u64 = 1 << 23;
+    pub const WEIGHT_STRUCT: u64 = 1 << 24;
+
+    /// The bits [`parse`] reads (or skips by their self-described length).
+    pub const SUPPORTED: u64 = Self::IP
+        | Self::TID
+        | Self::TIME
+        | Self::ADDR
+        | Self::CALLCHAIN
+        | Self::ID
+        | Self::CPU
+        | Self::PERIOD
+        | Self::STREAM_ID
+        | Self::RAW
+        | Self::WEIGHT
+        | Self::DATA_SRC
+        | Self::IDENTIFIER
+        | Self::TRANSACTION
+        | Self::PHYS_ADDR
+        | Self::AUX
+        | Self::CGROUP
+        | Self::DATA_PAGE_SIZE
+        | Self::CODE_PAGE_SIZE
+        | Self::WEIGHT_STRUCT;
+
+    pub fn new(sample_type: u64) -> Self {
+        SampleFormat { sample_type }
+    }
+
+    fn has(&self, bit: u64) -> bool {
+        self.sample_type & bit != 0
+    }
+
+    /// Refuses the bits [`parse`] cannot read: READ, BRANCH_STACK, REGS_USER, STACK_USER,
+    /// REGS_INTR (their length depends on other attr fields), bits the kernel does not define
+    /// yet, and WEIGHT together with WEIGHT_STRUCT (the kernel refuses that too).
+    pub fn check(&self) -> Result<(), RingError> {
+        let unsupported = self.sample_type & !Self::SUPPORTED;
+        if unsupported != 0 {
+            return Err(RingError::Unsupported { bits: unsupported });
+        }
+        if self.has(Self::WEIGHT) && self.has(Self::WEIGHT_STRUCT) {
+            return Err(RingError::Unsupported {
+                bits: Self::WEIGHT | Self::WEIGHT_STRUCT,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The fields of one PERF_RECORD_SAMPLE that rondpoint uses; `None` when the sample_type did
+/// not ask for the field.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RawSample {
+    /// `perf_event_header.misc` (cpumode in bits 0-2, PERF_RECORD_MISC_EXACT_IP = bit 14).
+    pub misc: u16,
+    /// PERF_SAMPLE_IDENTIFIER or PERF_SAMPLE_ID: the event id, to tell events sharing a ring
+    /// buffer apart (ioctl PERF_EVENT_IOC_ID gives each event's id).
+    pub id: Option<u64>,
+    pub ip: Option<u64>,
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    /// Nanoseconds, perf clock (CLOCK_MONOTONIC-like unless attr.use_clockid).
+    pub time: Option<u64>,
+    /// The data address (PERF_SAMPLE_ADDR): the faulting address for page-fault events.
+    pub addr: Option<u64>,
+    pub cpu: Option<u32>,
+    pub period: Option<u64>,
+    /// PERF_SAMPLE_WEIGHT (the u64), or with PERF_SAMPLE_WEIGHT_STRUCT its `var1_dw` (the
+    /// low 32 bits: the access latency on Intel).
+    pub weight: Option<u64>,
+    /// PERF_SAMPLE_DATA_SRC, see [`decode_data_src`].
+    pub data_src: Option<u64>,
+    pub phys_addr: Option<u64>,
+    /// PERF_SAMPLE_RAW bytes, including the kernel's alignment padding: AMD IBS registers here,
+    /// see [`decode_ibs_op`].
+    pub raw: Option<Vec<u8>>,
+}
+
+/// One ring-buffer record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Sample(RawSample),
+    /// PERF_RECORD_LOST: `lost` records of event `id` were dropped because the ring was full.
+    Lost {
+        id: u64,
+        lost: u64,
+    },
+    /// PERF_RECORD_THROTTLE: the kernel throttled sampling (too many interrupts).
+    Throttle,
+    Unthrottle,
+    /// Any other record type (MMAP, COMM, FORK, EXIT, perf's own types >= 64, ...), skipped.
+    Other {
+        kind: u32,
+    },
+}
+
+/// A record that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RingError {
+    #[error("record at byte {offset}: size {size} is smaller than its 8-byte header")]
+    SizeBelowHeader { offset: usize, size: u16 },
+    #[error(
+        "sample at byte {offset}: body ends before field {field} ({need} bytes needed, {have} left)"
+    )]
+    SampleTooShort {
+        offset: usize,
+        field: &'static str,
+        need: usize,
+        have: usize,
+    },
+    #[error(
+        "sample at byte {offset}: {extra} bytes left after the last field (wrong sample_type?)"
+    )]
+    SampleTooLong { offset: usize, extra: usize },
+    #[error("record type {kind} at byte {offset}: body of {have} bytes, {need} needed")]
+    RecordTooShort {
+        offset: usize,
+        kind: u32,
+        need: usize,
+        have: usize,
+    },
+    #[error("sample_type bits {bits:#x} are not supported by this parser")]
+    Unsupported { bits: u64 },
+}
+
+/// Parses the records in `bytes`. Returns them with the number of bytes consumed: a trailing
+/// record cut short (fewer than 8 bytes, or fewer than its header's size) is not consumed and
+/// should be passed again with the bytes that follow it.
+pub fn parse(bytes: &[u8], format: &SampleFormat) -> Result<(Vec<Record>, usize), RingError> {
+    format.check()?;
+    let mut records = Vec::new();
+    let mut offset = 0;
+    while let Some(header) = bytes.get(offset..offset + HEADER_SIZE) {
+        let kind = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+        let misc = u16::from_le_bytes([header[4], header[5]]);
+        let size = u16::from_le_bytes([header[6], header[7]]);
+        if usize::from(size) < HEADER_SIZE {
+            return Err(RingError::SizeBelowHeader { offset, size });
+        }
+        let Some(body) = bytes.get(offset + HEADER_SIZE..offset + usize::from(size)) else {
+            break; // partial record at the end
+        };
+        let record = match kind {
+            PERF_RECORD_SAMPLE => Record::Sample(parse_sample(body, misc, format, offset)?),
+            PERF_RECORD_LOST => {
+                let mut r = Reader {
+                    body,
+                    pos: 0,
+                    offset,
+                };
+                let short = |_| RingError::RecordTooShort {
+                    offset,
+                    kind,
+                    need: 16,
+                    have: body.len(),
+                };
+                let id = r.u64("id").map_err(short)?;
+                let lost = r.u64("lost").map_err(short)?;
+                Record::Lost { id, lost }
+            }
+            PERF_RECORD_THROTTLE => Record::Throttle,
+            PERF_RECORD_UNTHROTTLE => Record::Unthrottle,
+            other => Record::Other { kind: other },
+        };
+        records.push(record);
+        offset += usize::from(size);
+    }
+    Ok((records, offset))
+}
+
+/// Reads one sample body in the kernel's field order.
+fn parse_sample(
+    body: &[u8],
+    misc: u16,
+    f: &SampleFormat,
+    offset: usize,
+) -> Result<RawSample, RingError> {
+    type F = SampleFormat;
+    let mut r = Reader {
+        body,
+        pos: 0,
+        offset,
+    };
+    let mut s = RawSample {
+        misc,
+        ..RawSample::default()
+    };
+    if f.has(F::IDENTIFIER) {
+        s.id = Some(r.u64("identifier")?);
+    }
+    if f.has(F::IP) {
+        s.ip = Some(r.u64("ip")?);
+    }
+    if f.has(F::TID) {
+        s.pid = Some(r.u32("pid")?);
+        s.tid = Some(r.u32("tid")?);
+    }
+    if f.has(F::TIME) {
+        s.time = Some(r.u64("time")?);
+    }
+    if f.has(F::ADDR) {
+        s.addr = Some(r.u64("addr")?);
+    }
+    if f.has(F::ID) {
+        s.id = Some(r.u64("id")?);
+    }
+    if f.has(F::STREAM_ID) {
+        r.u64("stream_id")?;
+    }
+    if f.has(F::CPU) {
+        s.cpu = Some(r.u32("cpu")?);
+        r.u32("cpu reserved")?;
+    }
+    if f.has(F::PERIOD) {
+        s.period = Some(r.u64("period")?);
+    }
+    if f.has(F::CALLCHAIN) {
+        let nr = r.u64("callchain nr")?;
+        let len = usize::try_from(nr).ok().and_then(|n| n.checked_mul(8));
+        r.skip(len, "callchain ips")?;
+    }
+    if f.has(F::RAW) {
+        let size = r.u32("raw size")?;
+        let len = usize::try_from(size).ok();
+        s.raw = Some(r.take(len, "raw data")?.to_vec());
+    }
+    if f.has(F::WEIGHT) {
+        s.weight = Some(r.u64("weight")?);
+    }
+    if f.has(F::WEIGHT_STRUCT) {
+        s.weight = Some(r.u64("weight struct")? & 0xffff_ffff);
+    }
+    if f.has(F::DATA_SRC) {
+        s.data_src = Some(r.u64("data_src")?);
+    }
+    if f.has(F::TRANSACTION) {
+        r.u64("transaction")?;
+    }
+    if f.has(F::PHYS_ADDR) {
+        s.phys_addr = Some(r.u64("phys_addr")?);
+    }
+    if f.has(F::CGROUP) {
+        r.u64("cgroup")?;
+    }
+    if f.has(F::DATA_PAGE_SIZE) {
+        r.u64("data_page_size")?;
+    }
+    if f.has(F::CODE_PAGE_SIZE) {
+        r.u64("code_page_size")?;
+    }
+    if f.has(F::AUX) {
+        let size = r.u64("aux size")?;
+        r.skip(usize::try_from(size).ok(), "aux data")?;
+    }
+    // The kernel sizes samples exactly (RAW carries its own padding): leftover bytes mean the
+    // sample_type given is not the one the event was opened with.
+    if r.pos != body.len() {
+        return Err(RingError::SampleTooLong {
+            offset,
+            extra: body.len() - r.pos,
+        });
+    }
+    Ok(s)
+}
+
+/// A cursor over one record body; errors name the field that did not fit.
+struct Reader<'a> {
+    body: &'a [u8],
+    pos: usize,
+    /// Offset of the record in the whole buffer, for error messages.
+    offset: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// The next `len` bytes (`None` = a length that overflows, which never fits).
+    fn take(&mut self, len: Option<usize>, field: &'static str) -> Result<&'a [u8], RingError> {
+        let have = self.body.len() - self.pos;
+        let slice = len
+            .and_then(|len| self.pos.checked_add(len))
+            .and_then(|end| self.body.get(self.pos..end));
+        match slice {
+            Some(bytes) => {
+                self.pos += bytes.len();
+                Ok(bytes)
+            }
+            None => Err(RingError::SampleTooShort {
+                offset: self.offset,
+                field,
+                need: len.unwrap_or(usize::MAX),
+                have,
+            }),
+        }
+    }
+
+    fn skip(&mut self, len: Option<usize>, field: &'static str) -> Result<(), RingError> {
+        self.take(len, field).map(|_| ())
+    }
+
+    fn u64(&mut self, field: &'static str) -> Result<u64, RingError> {
+        let b = self.take(Some(8), field)?;
+        Ok(u64::from_le_bytes([
+            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+        ]))
+    }
+
+    fn u32(&mut self, field: &'static str) -> Result<u32, RingError> {
+        let b = self.take(Some(4), field)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
