@@ -56,6 +56,11 @@ enum Command {
     /// the rights to move another process's pages (the same user, or CAP_SYS_NICE) and to
     /// sample it (kernel.perf_event_paranoid <= 1, or CAP_PERFMON).
     Run(commands::run::RunArgs),
+    /// Manage running processes (by pid, command name or cgroup) until SIGINT or SIGTERM.
+    ///
+    /// Selections by name or cgroup are rescanned every epoch. The state is published in a
+    /// file for a live view (--state-file); a report is printed at the end.
+    Daemon(commands::daemon::DaemonArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +71,7 @@ fn main() -> ExitCode {
         Command::Record(args) => commands::record::run_record(&args),
         Command::Replay(args) => commands::record::run_replay(&args),
         Command::Run(args) => commands::run::run(&args),
+        Command::Daemon(args) => commands::daemon::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -57,6 +57,24 @@ pub struct Signals {
     pub estimated: Vec<String>,
 }
 
+/// Which running processes a daemon manages; rescanned every epoch, so that processes started
+/// later under a matching name or in a matching cgroup are picked up.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub pids: Vec<Pid>,
+    /// Command names (exact, or globs with `*` and `?`).
+    pub comm: Vec<String>,
+    /// cgroup v2 directories (their `cgroup.procs` lists the processes).
+    pub cgroups: Vec<PathBuf>,
+}
+
+impl Selection {
+    /// Whether nothing can ever be selected again once the listed pids are gone.
+    pub fn pids_only(&self) -> bool {
+        self.comm.is_empty() && self.cgroups.is_empty()
+    }
+}
+
 /// Live backend settings.
 #[derive(Clone, Debug)]
 pub struct LiveConfig {
@@ -115,6 +133,7 @@ pub struct LinuxMachine<S: Sys> {
     config: LiveConfig,
     topology: Topology,
     roots: Vec<Pid>,
+    selection: Option<Selection>,
     managed: BTreeSet<Pid>,
     launch: Option<Vec<OsString>>,
     launched: Option<Pid>,
@@ -147,6 +166,7 @@ impl<S: Sys> LinuxMachine<S> {
             config,
             topology,
             roots: Vec::new(),
+            selection: None,
             managed: BTreeSet::new(),
             launch: None,
             launched: None,
@@ -176,10 +196,48 @@ impl<S: Sys> LinuxMachine<S> {
 
     /// A machine managing running processes (and their descendants).
     pub fn to_manage(sys: S, topology: Topology, config: LiveConfig, pids: Vec<Pid>) -> Self {
+        Self::to_select(
+            sys,
+            topology,
+            config,
+            Selection {
+                pids,
+                ..Selection::default()
+            },
+        )
+    }
+
+    /// A machine managing the processes a selection names (and their descendants), rescanned
+    /// every epoch. rondpoint never selects itself.
+    pub fn to_select(sys: S, topology: Topology, config: LiveConfig, selection: Selection) -> Self {
         let mut m = Self::new(sys, topology, config);
-        m.roots = pids;
+        m.selection = Some(selection);
         m.refresh_managed();
         m
+    }
+
+    /// The roots a selection names now.
+    fn select(&self, sel: &Selection) -> Vec<Pid> {
+        let me = Pid(std::process::id() as i32);
+        let mut roots: Vec<Pid> = sel.pids.clone();
+        for pattern in &sel.comm {
+            if let Ok(found) = self.proc.find_by_comm(pattern) {
+                roots.extend(found);
+            }
+        }
+        for dir in &sel.cgroups {
+            if let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+                roots.extend(
+                    text.lines()
+                        .filter_map(|l| l.trim().parse::<i32>().ok())
+                        .map(Pid),
+                );
+            }
+        }
+        roots.sort_unstable();
+        roots.dedup();
+        roots.retain(|&p| p != me);
+        roots
     }
 
     /// The launched program's exit status, once it has ended.
@@ -217,6 +275,10 @@ impl<S: Sys> LinuxMachine<S> {
 
     /// Re-reads which processes are managed: the roots still alive and their descendants.
     fn refresh_managed(&mut self) {
+        if let Some(sel) = &self.selection {
+            self.roots = self.select(sel);
+        }
+        let me = Pid(std::process::id() as i32);
         let mut set = BTreeSet::new();
         for &root in &self.roots {
             if self.proc.stat(root).ok().flatten().is_none() {
@@ -227,6 +289,7 @@ impl<S: Sys> LinuxMachine<S> {
                 set.extend(d);
             }
         }
+        set.remove(&me);
         self.managed = set;
     }
 
@@ -723,9 +786,11 @@ impl<S: Sys> Machine for LinuxMachine<S> {
     }
 
     fn finished(&self) -> bool {
-        match self.launched {
-            Some(_) => self.exit.is_some(),
-            None => self.launch.is_none() && self.managed.is_empty(),
+        match (self.launched, &self.selection) {
+            (Some(_), _) => self.exit.is_some(),
+            // A daemon selecting by name or cgroup waits for processes to appear.
+            (None, Some(sel)) if !sel.pids_only() => false,
+            (None, _) => self.launch.is_none() && self.managed.is_empty(),
         }
     }
 
@@ -749,3 +814,7 @@ pub fn stop<S: Sys>(m: &mut LinuxMachine<S>, signal: i32) -> Result<(), LiveErro
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "machine_tests.rs"]
+mod tests;

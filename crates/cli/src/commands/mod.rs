@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod daemon;
 pub mod record;
 pub mod run;
 pub mod sim;

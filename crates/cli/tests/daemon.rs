@@ -1,0 +1,116 @@
+//! End-to-end tests of `rondpoint daemon`: selection, the state file, clean shutdown on
+//! SIGTERM, and refusals.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{rondpoint, workspace};
+use predicates::prelude::*;
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn wait_for(path: &std::path::Path, what: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                if what(&v) {
+                    return v;
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "state file never showed what was expected"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn manages_a_pid_publishes_state_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("rondpoint");
+    let daemon = Command::new(bin)
+        .current_dir(workspace())
+        .args([
+            "daemon",
+            "--pid",
+            &victim.id().to_string(),
+            "--epoch-ms",
+            "100",
+            "--json",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+            "--state-file",
+            state.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let s = wait_for(&state, |v| v["epoch"].as_u64().unwrap_or(0) >= 2);
+    assert_eq!(s["schema_version"], 1);
+    assert_eq!(s["managed"], serde_json::json!([victim.id()]));
+    // SIGTERM: the daemon stops managing, reports and exits 0; the managed program lives on.
+    Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    let out = daemon.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["epochs"].as_u64().unwrap() >= 2);
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "the managed program must survive"
+    );
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
+#[test]
+fn refuses_nothing_to_manage_and_missing_pids() {
+    rondpoint(&["daemon", "--sysfs-root", "fixtures/sysfs/r905-asymmetric"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--pid, --comm or --cgroup"));
+    rondpoint(&[
+        "daemon",
+        "--pid",
+        "999999999",
+        "--sysfs-root",
+        "fixtures/sysfs/r905-asymmetric",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("999999999 not running"));
+    rondpoint(&[
+        "daemon",
+        "--cgroup",
+        "/nonexistent",
+        "--sysfs-root",
+        "fixtures/sysfs/r905-asymmetric",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("not a cgroup v2 directory"));
+    rondpoint(&[
+        "daemon",
+        "--pid",
+        "1",
+        "--sysfs-root",
+        "fixtures/sysfs/vm-1node",
+    ])
+    .assert()
+    .success()
+    .stderr(predicate::str::contains("single NUMA node"));
+}

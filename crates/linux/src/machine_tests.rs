@@ -1,0 +1,226 @@
+//! LinuxMachine against the recording fake kernel and a fixture /proc (fixtures/procfs/numa4):
+//! exact system calls, sample decoding, refusals.
+
+use super::*;
+use crate::sys::{Call, FakeSys};
+use rondpoint_model::synthetic::TopologyBuilder;
+use rondpoint_model::{CpuId, PageRange};
+
+const MEMHOG: Pid = Pid(4242);
+const HEAP: u64 = 0x55d4_ca1f_2000;
+
+fn topo() -> Topology {
+    // 4 nodes x 4 CPUs: CPUs 0-3 on node 0, 4-7 node 1, 8-11 node 2, 12-15 node 3.
+    TopologyBuilder::new(4).cores_per_llc(4).build().unwrap()
+}
+
+fn config() -> LiveConfig {
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    LiveConfig {
+        sysfs_root: fixtures.join("sysfs/r905-asymmetric"),
+        proc_root: fixtures.join("procfs/numa4"),
+        ring_pages: 8,
+        ..LiveConfig::default()
+    }
+}
+
+fn sampling() -> SamplingRequest {
+    SamplingRequest {
+        period_cycles: Some(65_000),
+        ..SamplingRequest::NONE
+    }
+}
+
+/// A PERF_RECORD_SAMPLE with TID | ADDR | CPU.
+fn record(pid: u32, tid: u32, addr: u64, cpu: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&9u32.to_ne_bytes());
+    b.extend_from_slice(&0u16.to_ne_bytes());
+    b.extend_from_slice(&32u16.to_ne_bytes());
+    b.extend_from_slice(&pid.to_ne_bytes());
+    b.extend_from_slice(&tid.to_ne_bytes());
+    b.extend_from_slice(&addr.to_ne_bytes());
+    b.extend_from_slice(&cpu.to_ne_bytes());
+    b.extend_from_slice(&0u32.to_ne_bytes());
+    b
+}
+
+#[test]
+fn manages_the_selected_process_and_its_descendants_only() {
+    let m = LinuxMachine::to_manage(FakeSys::new(), topo(), config(), vec![MEMHOG]);
+    // Its children 4250 and 5000 (a zombie) and its grandchild 4260 come along; pid 1 and
+    // 6000 (gone) do not.
+    assert_eq!(m.managed(), vec![MEMHOG, Pid(4250), Pid(4260), Pid(5000)]);
+    let procs = m.processes();
+    let memhog = procs.iter().find(|p| p.pid == MEMHOG).unwrap();
+    assert_eq!(memhog.comm, "memhog");
+    let cpus: Vec<(i32, u32)> = memhog.threads.iter().map(|t| (t.tid.0, t.cpu.0)).collect();
+    assert!(cpus.contains(&(4244, 9)));
+    let t = memhog.threads.iter().find(|t| t.tid == Tid(4244)).unwrap();
+    assert_eq!(t.node, NodeId(2));
+    // numa_maps: pages on every node (the 1 GiB anonymous mapping is spread 4:2:1:1).
+    assert!(memhog.resident_bytes_by_node.iter().all(|&b| b > 0));
+}
+
+#[test]
+fn sampling_opens_one_inherited_event_per_cpu_for_each_managed_process() {
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[])
+        .with_process(4250, &[])
+        .with_process(5000, &[]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    m.set_sampling(&sampling());
+    let opens: Vec<(i32, i32, bool)> = m
+        .sys()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::PerfOpen { attr, pid, cpu } => Some((pid.0, *cpu, attr.inherit)),
+            _ => None,
+        })
+        .collect();
+    // 16 CPUs for each of the three live processes; 4260 has exited: its first open says
+    // ESRCH and its other CPUs are not tried.
+    assert_eq!(opens.len(), 16 * 3 + 1, "{opens:?}");
+    assert!(opens.iter().all(|o| o.2));
+    assert_eq!(&opens[..2], &[(MEMHOG.0, 0, true), (MEMHOG.0, 1, true)]);
+    // Asking again opens nothing new; asking for no samples closes everything.
+    let opened = m.sys().calls_named("perf_open").len();
+    m.set_sampling(&sampling());
+    assert_eq!(
+        m.sys().calls_named("perf_open").len(),
+        opened + 1,
+        "only 4260 is retried"
+    );
+    m.set_sampling(&SamplingRequest::NONE);
+    assert_eq!(m.sys().calls_named("perf_close").len(), 48);
+}
+
+#[test]
+fn samples_get_their_node_from_the_cpu_and_their_page_node_from_a_query() {
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[(HEAP, 1)])
+        .with_process(5000, &[]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    m.set_sampling(&sampling());
+    // The first event opened is (4242, cpu 0), fd 100: give it two samples.
+    let mut bytes = record(4242, 4244, HEAP + 0x10, 9);
+    bytes.extend(record(4242, 4243, HEAP + 0x20, 1));
+    m.sys.ring_bytes.insert(100, bytes);
+    let obs = m.observe(0).unwrap();
+    assert_eq!(obs.samples.len(), 2);
+    let s = &obs.samples[0];
+    assert_eq!(
+        (s.pid, s.tid, s.cpu, s.node),
+        (MEMHOG, Tid(4244), CpuId(9), NodeId(2))
+    );
+    assert_eq!(s.home_node, Some(NodeId(1)));
+    assert_eq!(s.page(), HEAP);
+    assert_eq!(obs.samples[1].node, NodeId(0));
+    // One placement query for the one distinct page.
+    assert!(m.sys().calls.contains(&Call::MovePages {
+        pid: MEMHOG,
+        pages: vec![HEAP],
+        nodes: None
+    }));
+    // Counters are estimated from the samples, and say so.
+    assert_eq!(
+        obs.counters.nodes[1].dram_accesses_by_source,
+        vec![1, 0, 1, 0]
+    );
+    assert!(
+        obs.counters
+            .estimated
+            .iter()
+            .any(|e| e.starts_with("nodes.dram_accesses_by_source"))
+    );
+    assert_eq!(m.stats().samples, 2);
+}
+
+#[test]
+fn actions_on_processes_it_does_not_manage_are_refused_without_a_system_call() {
+    let sys = FakeSys::new().with_process(MEMHOG.0, &[(HEAP, 0)]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    let foreign = PageRange::new(Pid(1), HEAP, 1, rondpoint_model::PageSize::Base4K).unwrap();
+    let ours = PageRange::new(MEMHOG, HEAP, 1, rondpoint_model::PageSize::Base4K).unwrap();
+    let out = m
+        .apply(&[
+            Action::MigratePages {
+                range: foreign,
+                to: NodeId(1),
+            },
+            Action::MigratePages {
+                range: ours,
+                to: NodeId(1),
+            },
+        ])
+        .unwrap();
+    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Skipped);
+    assert!(out[0].note.as_deref().unwrap().contains("not managed"));
+    assert_eq!(out[1].status, rondpoint_model::OutcomeStatus::Applied);
+    assert!(
+        m.sys()
+            .calls
+            .iter()
+            .all(|c| !matches!(c, Call::MovePages { pid, .. } if *pid == Pid(4250)))
+    );
+    assert_eq!(m.stats().refused_unmanaged, 1);
+}
+
+#[test]
+fn launch_applies_the_start_allocation_policy_before_exec() {
+    let mut m = LinuxMachine::to_launch(
+        FakeSys::new(),
+        topo(),
+        config(),
+        vec!["prog".into(), "-x".into()],
+    );
+    assert_eq!(m.processes()[0].pid, PENDING);
+    let out = m
+        .start(&[Action::SetMemPolicy {
+            pid: PENDING,
+            policy: MemPolicy::Interleave {
+                nodes: vec![NodeId(0), NodeId(1), NodeId(3)],
+            },
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Applied);
+    assert_eq!(
+        m.sys().calls[0],
+        Call::Spawn {
+            argv: vec!["prog".into(), "-x".into()],
+            policy: Some((MemPolicyMode::Interleave, vec![0, 1, 3]))
+        }
+    );
+    let pid = m.launched().unwrap();
+    assert!(!m.poll_finished());
+    m.sys.exits.insert(pid.0, [ExitStatus::Code(0)].into());
+    assert!(m.poll_finished());
+    assert_eq!(m.exit_status(), Some(ExitStatus::Code(0)));
+}
+
+#[test]
+fn a_program_that_cannot_start_is_an_error_naming_it() {
+    let mut sys = FakeSys::new();
+    sys.fail_next.push_back(("spawn", Errno::ENOENT));
+    let mut m = LinuxMachine::to_launch(sys, topo(), config(), vec!["nope".into()]);
+    let err = m.start(&[]).unwrap_err().to_string();
+    assert!(
+        err.contains("cannot start nope") && err.contains("ENOENT"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_rights_to_sample_are_named() {
+    let mut sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[])
+        .with_process(5000, &[]);
+    for _ in 0..2 {
+        sys.fail_next.push_back(("perf_open", Errno::EACCES));
+    }
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    m.set_sampling(&sampling());
+    let e = m.signals().sampler_error.clone().unwrap();
+    assert!(e.contains("CAP_PERFMON") && e.contains("EACCES"), "{e}");
+}
