@@ -39,7 +39,8 @@ use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
-    AccessKind, Action, NodeId, Observation, PageRange, PageSize, Pid, SamplingRequest, Topology,
+    AccessKind, Action, NodeId, Observation, PageRange, PageSize, Pid, SampleSource,
+    SamplingRequest, Topology,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
@@ -97,6 +98,13 @@ pub struct CarrefourConfig {
     /// yields this many samples in an epoch. Chosen: enough for a few pages to reach two
     /// samples.
     pub min_samples_when_estimated: u64,
+    /// Epochs over which per-page statistics are kept when the samples are page faults or
+    /// NUMA hinting faults rather than IBS/PEBS samples. A hinting fault comes at most once per
+    /// page per kernel scan period (256 MB per 1 s or more), so a page rarely gets two samples in
+    /// one epoch; the paper's per-epoch reset (IBS samples) would leave Carrefour blind. Chosen:
+    /// 8 epochs. A page's statistics are also reset once Carrefour acts on it, and when it is
+    /// found on another node than before (moved by someone else: its old samples are stale).
+    pub fault_sample_window_epochs: u32,
     /// Seed of the P_migrate / P_node draws.
     pub seed: u64,
 }
@@ -123,6 +131,7 @@ impl Default for CarrefourConfig {
                 Technique::CoLocation,
             ],
             min_samples_when_estimated: 100,
+            fault_sample_window_epochs: 8,
             seed: 1,
         }
     }
@@ -144,6 +153,8 @@ pub struct PageStats {
     pub writes: u32,
     /// Where the page was, per the latest sample that knew (dense index).
     pub home: Option<u16>,
+    /// The last epoch a sample fell in this page.
+    pub last_epoch: u32,
 }
 
 type PageKey = (Pid, u64, PageSize);
@@ -257,8 +268,33 @@ impl Carrefour {
 
     /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`).
     fn ingest(&mut self, topology: &Topology, obs: &Observation) {
+        let epoch = obs.epoch as u32;
+        let faults = obs
+            .samples
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.source,
+                    SampleSource::PageFault | SampleSource::HintingFault
+                )
+            })
+            .count();
+        let window = if 2 * faults > obs.samples.len() && !obs.samples.is_empty() {
+            self.cfg.fault_sample_window_epochs.max(1)
+        } else {
+            1
+        };
+        // Keep the pages seen within the window (all of them are dropped with a window of 1).
+        let keep: Vec<(PageKey, PageStats)> = self
+            .stats
+            .drain(..)
+            .filter(|(_, st)| window > 1 && epoch.saturating_sub(st.last_epoch) < window)
+            .collect();
         self.index.clear();
-        self.stats.clear();
+        for (i, (k, _)) in keep.iter().enumerate() {
+            self.index.insert(*k, i as u32);
+        }
+        self.stats = keep;
         for s in &obs.samples {
             let key = (s.pid, s.page(), s.page_size);
             let i = match self.index.get(&key) {
@@ -272,9 +308,22 @@ impl Carrefour {
                 }
             };
             let stats = &mut self.stats[i].1;
+            stats.last_epoch = epoch;
             let Some(node) = topology.index_of(s.node) else {
                 continue;
             };
+            // Samples taken while the page was elsewhere say nothing about where it should go
+            // now (its first-touch fault, or a node it was moved away from): start afresh.
+            let home = s
+                .home_node
+                .and_then(|h| topology.index_of(h))
+                .and_then(|h| u16::try_from(h).ok());
+            if home.is_some() && stats.home.is_some() && home != stats.home {
+                *stats = PageStats {
+                    last_epoch: epoch,
+                    ..PageStats::default()
+                };
+            }
             if node < 64 {
                 stats.node_mask |= 1 << node;
             }
@@ -526,6 +575,20 @@ impl Policy for Carrefour {
                         range,
                         nodes: vec![topology.nodes()[dest].id],
                     });
+                }
+            }
+        }
+
+        // A page acted on starts afresh (statistics kept over a window would otherwise decide
+        // it again on the same evidence).
+        for a in &actions {
+            if let Action::MigratePages { range, .. } | Action::Interleave { range, .. } = a {
+                if let Some(&i) = self.index.get(&(range.pid, range.start, range.page_size)) {
+                    let st = &mut self.stats[i as usize].1;
+                    *st = PageStats {
+                        last_epoch: st.last_epoch,
+                        ..PageStats::default()
+                    };
                 }
             }
         }

@@ -585,3 +585,73 @@ fn estimated_counters_enable_on_sample_activity_instead_of_maptu() {
     obs.counters.estimated.clear();
     assert!(c.decide(&topo(), &obs).is_empty());
 }
+
+#[test]
+fn fault_samples_accumulate_over_a_window_of_epochs() {
+    // One hinting fault per page per epoch, from node 2 then node 2 again: with IBS samples
+    // each epoch alone decides nothing; with fault samples the second epoch sees two samples.
+    let fault = |p: u64, node: u16| Sample {
+        source: SampleSource::HintingFault,
+        ..sample(page(p), node, 0, false)
+    };
+    let mut c = carrefour();
+    let mut obs = observe(Epoch {
+        samples: (0..20).map(|p| fault(p, 2)).collect(),
+        ..Epoch::default()
+    });
+    obs.epoch = 0;
+    assert!(c.decide(&topo(), &obs).is_empty());
+    obs.epoch = 1;
+    assert_eq!(
+        c.decide(&topo(), &obs),
+        vec![Action::MigratePages {
+            range: range(0, 20),
+            to: NodeId(2)
+        }]
+    );
+    // Acted-on pages start afresh: the same single samples again decide nothing.
+    obs.epoch = 2;
+    assert!(c.decide(&topo(), &obs).is_empty());
+    // Pages not seen for a whole window are forgotten.
+    let mut c = carrefour();
+    obs.epoch = 0;
+    c.decide(&topo(), &obs);
+    obs.epoch = 9;
+    assert!(c.decide(&topo(), &obs).is_empty());
+    // IBS samples keep the paper's per-epoch reset.
+    let mut c = carrefour();
+    let ibs = observe(Epoch {
+        samples: (0..20).map(|p| sample(page(p), 2, 0, false)).collect(),
+        ..Epoch::default()
+    });
+    c.decide(&topo(), &ibs);
+    assert!(c.decide(&topo(), &ibs).is_empty());
+}
+
+#[test]
+fn samples_from_before_a_page_moved_are_forgotten() {
+    // First-touch fault from node 0 while the page was on node 0, then (after the kernel moved
+    // it) a hinting fault from node 2 with the page on node 2: one user, nothing to do, and
+    // certainly no interleaving of a private page.
+    let fault = |p: u64, node: u16, home: u16| Sample {
+        source: SampleSource::HintingFault,
+        ..sample(page(p), node, home, false)
+    };
+    let mut c = carrefour();
+    let mut obs = observe(Epoch {
+        samples: (0..20).map(|p| fault(p, 0, 0)).collect(),
+        ..Epoch::default()
+    });
+    obs.epoch = 0;
+    assert!(c.decide(&topo(), &obs).is_empty());
+    let mut obs = observe(Epoch {
+        samples: (0..20).map(|p| fault(p, 2, 2)).collect(),
+        ..Epoch::default()
+    });
+    obs.epoch = 1;
+    assert!(
+        c.decide(&topo(), &obs).is_empty(),
+        "{:?}",
+        c.last_decisions()
+    );
+}

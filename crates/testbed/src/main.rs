@@ -1,0 +1,337 @@
+//! `rondpoint-mgen`: known-answer memory workloads for the emulated NUMA testbed.
+//!
+//! Each workload first-touches its buffer from a known node, then uses it from known nodes for
+//! a while, and finally reports where its pages are (a move_pages query on its own buffer,
+//! which needs no privilege), one line per measurement:
+//!
+//! ```text
+//! mgen placement buffer N0=8192 N1=0 N2=0 N3=0 huge_uniform=1
+//! mgen block 2 N0=0 N1=0 N2=1024 N3=0
+//! mgen thread 2 cpus=2
+//! ```
+//!
+//! The testbed's checks read these lines. CPUs are assumed numbered so that CPU i is on node i
+//! (the testbed boots one CPU per node); `--cpus-per-node` says otherwise.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use rondpoint_linux::actuate;
+use rondpoint_linux::sys::{RealSys, Sys};
+use rondpoint_model::{CpuId, Pid, Tid};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rondpoint-mgen",
+    about = "Known-answer NUMA workloads for rondpoint's testbed"
+)]
+struct Cli {
+    /// Nodes of the machine.
+    #[arg(long, default_value_t = 4)]
+    nodes: usize,
+    /// CPUs per node (CPU i*k .. i*k+k-1 on node i).
+    #[arg(long, default_value_t = 1)]
+    cpus_per_node: usize,
+    #[command(subcommand)]
+    workload: Workload,
+}
+
+#[derive(Debug, Subcommand)]
+enum Workload {
+    /// One thread on node 0 touches a buffer; then one thread per node reads all of it.
+    SharedBuffer {
+        #[arg(long, default_value_t = 32)]
+        mib: usize,
+        #[arg(long, default_value_t = 6.0)]
+        secs: f64,
+    },
+    /// A thread on node 0 touches the whole array; then thread i reads and writes only block i
+    /// from node i.
+    Partitioned {
+        #[arg(long, default_value_t = 32)]
+        mib: usize,
+        #[arg(long, default_value_t = 6.0)]
+        secs: f64,
+    },
+    /// A table touched on node 0, read by every node, written rarely (one line per 10,000
+    /// reads).
+    ReadMostly {
+        #[arg(long, default_value_t = 16)]
+        mib: usize,
+        #[arg(long, default_value_t = 6.0)]
+        secs: f64,
+    },
+    /// Touches a buffer from node 0 and reports where it is (with THP on, 2 MiB pages).
+    Touch {
+        #[arg(long, default_value_t = 32)]
+        mib: usize,
+        /// Keep running this long after touching.
+        #[arg(long, default_value_t = 0.0)]
+        secs: f64,
+    },
+    /// Threads first-touch their blocks on the wrong nodes (block i on node i+1) and run
+    /// unpinned; reports each thread's CPU affinity at the end.
+    Misplaced {
+        #[arg(long, default_value_t = 16)]
+        mib: usize,
+        #[arg(long, default_value_t = 8.0)]
+        secs: f64,
+    },
+    /// Touches memory, starts readers, and exits with code 3 after `secs`, while managed.
+    ExitEarly {
+        #[arg(long, default_value_t = 64)]
+        mib: usize,
+        #[arg(long, default_value_t = 1.5)]
+        secs: f64,
+    },
+}
+
+const PAGE: usize = 4096;
+
+struct Machine {
+    nodes: usize,
+    cpus_per_node: usize,
+}
+
+impl Machine {
+    fn cpus_of(&self, node: usize) -> Vec<CpuId> {
+        (0..self.cpus_per_node)
+            .map(|k| CpuId((node * self.cpus_per_node + k) as u32))
+            .collect()
+    }
+
+    fn all_cpus(&self) -> Vec<CpuId> {
+        (0..self.nodes).flat_map(|n| self.cpus_of(n)).collect()
+    }
+
+    /// Pins the calling thread to a node's CPUs.
+    fn pin(&self, node: usize) -> Result<()> {
+        RealSys::new()
+            .sched_setaffinity(Tid(0), &self.cpus_of(node))
+            .map_err(|e| anyhow::anyhow!("pinning to node {node}: {e}"))
+    }
+
+    /// Pages of `buf[range]` per node, by querying our own placement.
+    fn placement(&self, buf: &[u8]) -> Result<Vec<u64>> {
+        let base = buf.as_ptr() as u64;
+        let pages: Vec<u64> = (0..buf.len() / PAGE)
+            .map(|i| base + (i * PAGE) as u64)
+            .collect();
+        let status = actuate::query(&mut RealSys::new(), Pid(0), &pages)
+            .map_err(|e| anyhow::anyhow!("move_pages query: {e}"))?;
+        let mut per = vec![0u64; self.nodes];
+        for s in status {
+            if let Ok(n) = usize::try_from(s) {
+                if n < self.nodes {
+                    per[n] += 1;
+                }
+            }
+        }
+        Ok(per)
+    }
+
+    /// Whether every 2 MiB-aligned chunk of the buffer is on a single node.
+    fn huge_uniform(&self, buf: &[u8]) -> Result<bool> {
+        let base = buf.as_ptr() as u64;
+        let huge = 2u64 << 20;
+        let first = base.div_ceil(huge) * huge;
+        let end = base + buf.len() as u64;
+        let mut addr = first;
+        let mut sys = RealSys::new();
+        while addr + huge <= end {
+            let pages: Vec<u64> = (0..512).map(|i| addr + i * PAGE as u64).collect();
+            let status = actuate::query(&mut sys, Pid(0), &pages)
+                .map_err(|e| anyhow::anyhow!("move_pages query: {e}"))?;
+            if status.iter().any(|&s| s != status[0]) {
+                return Ok(false);
+            }
+            addr += huge;
+        }
+        Ok(true)
+    }
+}
+
+fn line(label: &str, per: &[u64]) -> String {
+    let nodes: Vec<String> = per
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("N{i}={p}"))
+        .collect();
+    format!("mgen {label} {}", nodes.join(" "))
+}
+
+/// A buffer touched page by page from the calling thread.
+fn touched(mib: usize) -> Vec<u8> {
+    let mut v = vec![0u8; mib << 20];
+    for i in (0..v.len()).step_by(PAGE) {
+        v[i] = 1;
+    }
+    v
+}
+
+/// Reads (and optionally writes) `buf` until `stop`, returning a checksum so the work is not
+/// optimised away.
+fn churn(buf: &mut [u8], stop: &AtomicBool, write_every: usize) -> u64 {
+    let mut sum = 0u64;
+    let mut n = 0usize;
+    while !stop.load(Ordering::Relaxed) {
+        for i in (0..buf.len()).step_by(64) {
+            sum = sum.wrapping_add(u64::from(buf[i]));
+            n += 1;
+            if write_every > 0 && n % write_every == 0 {
+                buf[i] = buf[i].wrapping_add(1);
+            }
+        }
+    }
+    sum
+}
+
+fn run_for(secs: f64, stop: &Arc<AtomicBool>) {
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    stop.store(true, Ordering::Relaxed);
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let m = Machine {
+        nodes: cli.nodes,
+        cpus_per_node: cli.cpus_per_node,
+    };
+    if m.nodes == 0 || m.cpus_per_node == 0 {
+        bail!("--nodes and --cpus-per-node must be positive");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    match cli.workload {
+        Workload::Touch { mib, secs } => {
+            m.pin(0)?;
+            let buf = touched(mib);
+            std::thread::sleep(Duration::from_secs_f64(secs));
+            println!(
+                "{} huge_uniform={}",
+                line("placement buffer", &m.placement(&buf)?),
+                u8::from(m.huge_uniform(&buf)?)
+            );
+        }
+        Workload::SharedBuffer { mib, secs } | Workload::ReadMostly { mib, secs } => {
+            let write_every = if matches!(cli.workload, Workload::ReadMostly { .. }) {
+                10_000
+            } else {
+                0
+            };
+            m.pin(0)?;
+            let buf = touched(mib);
+            let ptr = buf.as_ptr() as usize;
+            let len = buf.len();
+            let mut handles = Vec::new();
+            for node in 0..m.nodes {
+                let stop = Arc::clone(&stop);
+                let cpus = m.cpus_of(node);
+                handles.push(std::thread::spawn(move || -> Result<u64> {
+                    RealSys::new()
+                        .sched_setaffinity(Tid(0), &cpus)
+                        .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
+                    Ok(churn(unsafe_slice(ptr, len), &stop, write_every))
+                }));
+            }
+            run_for(secs, &stop);
+            for h in handles {
+                let _ = h.join();
+            }
+            println!(
+                "{} huge_uniform={}",
+                line("placement buffer", &m.placement(&buf)?),
+                u8::from(m.huge_uniform(&buf)?)
+            );
+        }
+        Workload::Partitioned { mib, secs } => {
+            m.pin(0)?;
+            let mut buf = touched(mib);
+            let block = buf.len() / m.nodes;
+            let mut handles = Vec::new();
+            for (node, chunk) in buf.chunks_mut(block).enumerate().take(m.nodes) {
+                let stop = Arc::clone(&stop);
+                let cpus = m.cpus_of(node);
+                let (ptr, len) = (chunk.as_mut_ptr() as usize, chunk.len());
+                handles.push(std::thread::spawn(move || -> Result<u64> {
+                    RealSys::new()
+                        .sched_setaffinity(Tid(0), &cpus)
+                        .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
+                    Ok(churn(unsafe_slice(ptr, len), &stop, 16))
+                }));
+            }
+            run_for(secs, &stop);
+            for h in handles {
+                let _ = h.join();
+            }
+            for (node, chunk) in buf.chunks(block).enumerate().take(m.nodes) {
+                println!("{}", line(&format!("block {node}"), &m.placement(chunk)?));
+            }
+        }
+        Workload::Misplaced { mib, secs } => {
+            let block = (mib << 20) / m.nodes;
+            let mut handles = Vec::new();
+            for i in 0..m.nodes {
+                let stop = Arc::clone(&stop);
+                let home = (i + 1) % m.nodes;
+                let (cpus_home, all) = (m.cpus_of(home), m.all_cpus());
+                handles.push(std::thread::spawn(move || -> Result<String> {
+                    let mut sys = RealSys::new();
+                    // First touch on the wrong node, then run anywhere.
+                    sys.sched_setaffinity(Tid(0), &cpus_home)
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    let mut buf = touched(block >> 20);
+                    sys.sched_setaffinity(Tid(0), &all)
+                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    churn(&mut buf, &stop, 16);
+                    let status = std::fs::read_to_string("/proc/thread-self/status")
+                        .context("reading /proc/thread-self/status")?;
+                    let allowed = status
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                        .unwrap_or("?")
+                        .trim()
+                        .to_string();
+                    Ok(format!("mgen thread {i} home={home} cpus={allowed}"))
+                }));
+            }
+            run_for(secs, &stop);
+            for h in handles {
+                match h.join() {
+                    Ok(Ok(l)) => println!("{l}"),
+                    Ok(Err(e)) => bail!("{e}"),
+                    Err(_) => bail!("a worker thread panicked"),
+                }
+            }
+        }
+        Workload::ExitEarly { mib, secs } => {
+            m.pin(0)?;
+            let buf = touched(mib);
+            let (ptr, len) = (buf.as_ptr() as usize, buf.len());
+            for node in 0..m.nodes {
+                let stop = Arc::clone(&stop);
+                let cpus = m.cpus_of(node);
+                std::thread::spawn(move || {
+                    let _ = RealSys::new().sched_setaffinity(Tid(0), &cpus);
+                    churn(unsafe_slice(ptr, len), &stop, 0)
+                });
+            }
+            let started = Instant::now();
+            while started.elapsed().as_secs_f64() < secs {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            println!("mgen exiting early");
+            std::process::exit(3);
+        }
+    }
+    Ok(())
+}
+
+/// A mutable view of a buffer shared between workload threads.
+fn unsafe_slice(ptr: usize, len: usize) -> &'static mut [u8] {
+    // SAFETY: the buffers outlive every thread that views them (the main thread joins the
+    // threads, or exits the process, before dropping them); concurrent byte reads and rare
+    // byte writes are the point of the workload and never create invalid values of u8.
+    unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) }
+}

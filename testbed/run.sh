@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# rondpoint's emulated NUMA testbed (shared/design/linux-mechanisms.md, section 6).
+#
+# Boots Debian cloud kernels (the current 6.1 and 6.12) under QEMU/TCG as a 4-node machine with
+# asymmetric distances (nodes 0 and 3 two hops apart), runs known-answer checks of the live
+# backend inside (testbed/checks.sh), and exits non-zero if any check fails, printing the
+# guest's log. Installs what it needs (qemu-system-x86, busybox-static, cpio) when run as
+# root; kernel packages are cached in $RONDPOINT_TESTBED_CACHE (default ~/.cache/rondpoint-testbed).
+#
+#   testbed/run.sh              # both kernels, every check
+#   KERNELS=linux-image-6.12-cloud-amd64 CHECKS=threads,thp VERBOSE=1 testbed/run.sh
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+cache=${RONDPOINT_TESTBED_CACHE:-$HOME/.cache/rondpoint-testbed}
+kernels=${KERNELS:-"linux-image-cloud-amd64 linux-image-6.12-cloud-amd64"}
+timeout_s=${TESTBED_TIMEOUT:-600}
+mkdir -p "$cache"
+
+say() { echo "testbed: $*" >&2; }
+
+need=()
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+command -v cpio >/dev/null || need+=(cpio)
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+        say "missing ${need[*]}; run as root or install them"; exit 1
+    fi
+    say "installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# Resolve a kernel metapackage to the image package it depends on, download and unpack it once.
+kernel_image() {
+    local meta=$1 pkg deb dir
+    pkg=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+    if [ -z "$pkg" ]; then
+        # No package lists (offline): use what is cached for this metapackage.
+        pkg=$(cat "$cache/$meta.resolved" 2>/dev/null || true)
+        [ -n "$pkg" ] || { say "cannot resolve $meta and nothing is cached"; return 1; }
+    fi
+    echo "$pkg" > "$cache/$meta.resolved"
+    dir="$cache/$pkg"
+    if ! ls "$dir"/boot/vmlinuz-* >/dev/null 2>&1; then
+        say "downloading $pkg"
+        (cd "$cache" && apt-get download -qq "$pkg" >/dev/null)
+        deb=$(ls "$cache"/"${pkg}"_*.deb | head -1)
+        rm -rf "$dir" && mkdir -p "$dir"
+        dpkg-deb -x "$deb" "$dir"
+        rm -f "$deb"
+    fi
+    ls "$dir"/boot/vmlinuz-* | head -1
+}
+
+say "building rondpoint and the workloads"
+(cd "$repo" && cargo build -q --release --locked -p rondpoint -p rondpoint-testbed)
+bin="$repo/target/release"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+root="$work/root"
+mkdir -p "$root"/{bin,lib,lib64,proc,sys,dev,tmp,etc}
+cp /bin/busybox "$root/bin/busybox"
+cp "$bin/rondpoint" "$bin/rondpoint-mgen" "$root/bin/"
+# The binaries are dynamically linked against glibc: copy their libraries in.
+for b in "$bin/rondpoint" "$bin/rondpoint-mgen"; do
+    ldd "$b" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}' | while read -r lib; do
+        mkdir -p "$root$(dirname "$lib")"
+        cp -L "$lib" "$root$lib"
+    done
+done
+cp "$here/guest-init.sh" "$root/init"
+cp "$here/checks.sh" "$root/checks.sh"
+chmod +x "$root/init" "$root/checks.sh"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz"
+
+# Four nodes of one CPU and 512 MiB each; 16 for one hop, 32 between nodes 0 and 3.
+numa=()
+for n in 0 1 2 3; do
+    numa+=(-object "memory-backend-ram,id=m$n,size=512M" -numa "node,nodeid=$n,cpus=$n,memdev=m$n")
+done
+for a in 0 1 2 3; do
+    for b in 0 1 2 3; do
+        [ "$a" -lt "$b" ] || continue
+        d=16; { [ "$a" = 0 ] && [ "$b" = 3 ]; } && d=32
+        numa+=(-numa "dist,src=$a,dst=$b,val=$d")
+    done
+done
+
+failed=0
+for meta in $kernels; do
+    vmlinuz=$(kernel_image "$meta")
+    name=$(basename "$vmlinuz")
+    say "booting $name with 4 NUMA nodes"
+    log="$work/$name.log"
+    start=$(date +%s)
+    timeout "$timeout_s" qemu-system-x86_64 -accel tcg -m 2G -smp 4 -nographic -no-reboot \
+        -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
+        -append "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise rondpoint.checks=${CHECKS:-all} rondpoint.verbose=${VERBOSE:-0}" \
+        "${numa[@]}" >"$log" 2>&1 || true
+    took=$(( $(date +%s) - start ))
+    result=$(grep -a -E '^TESTBED: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1 || true)
+    if [ -z "$result" ]; then
+        say "$name: no result line after ${took}s; guest log:"
+        cat -v "$log" >&2
+        failed=1
+        continue
+    fi
+    grep -a -E '^(ok|FAIL) ' "$log" | sed "s/^/  [$name] /" >&2
+    if ! echo "$result" | grep -q ' 0 failed'; then
+        say "$name: $result; guest log:"
+        cat -v "$log" >&2
+        failed=1
+    else
+        say "$name: $result (${took}s)"
+    fi
+    # One line cargo's and CI's readers recognise.
+    echo "testbed $name: ${result#TESTBED: }"
+done
+exit $failed
