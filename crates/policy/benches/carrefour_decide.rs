@@ -43,7 +43,7 @@ fn observation(seed: u64) -> Observation {
                 source: SampleSource::Ibs,
                 latency_cycles: None,
                 dram: Some(true),
-                home_node: Some(NodeId(((r >> 30) % 4) as u16)),
+                home_node: Some(NodeId((page % 4) as u16)),
             }
         })
         .collect();

@@ -44,7 +44,7 @@ use rondpoint_model::{
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 /// One of Carrefour's three mechanisms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -159,6 +159,9 @@ pub struct PageStats {
 
 type PageKey = (Pid, u64, PageSize);
 
+/// One page map per (process, page size): page address -> index into the statistics.
+type PageIndex = Vec<((Pid, PageSize), FxHashMap<u64, u32>)>;
+
 /// What Carrefour decided for one application in the last epoch (for reports and tests).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppDecision {
@@ -176,13 +179,15 @@ pub struct Carrefour {
     cfg: CarrefourConfig,
     rng: Pcg64Mcg,
     period: Option<u64>,
-    /// Page -> index into `stats` (a small map; the statistics themselves sit densely in
-    /// first-sample order, which also fixes the order of decisions).
-    index: FxHashMap<PageKey, u32>,
+    /// Page address -> index into `stats`, one map per (process, page size): hashing a bare
+    /// address is one multiplication, and samples come in long runs of one process. The
+    /// statistics themselves sit densely in first-sample order, which also fixes the order of
+    /// decisions.
+    index: PageIndex,
     stats: Vec<(PageKey, PageStats)>,
     collapses: FxHashMap<PageKey, u32>,
     replicated: FxHashSet<PageKey>,
-    pending_replication: BTreeMap<Pid, BTreeSet<PageKey>>,
+    pending_replication: BTreeMap<Pid, FxHashSet<PageKey>>,
     replicating: FxHashSet<Pid>,
     last_global: Option<GlobalMetrics>,
     last_decisions: Vec<AppDecision>,
@@ -216,7 +221,7 @@ impl Carrefour {
         Ok(Self {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             period: Some(cfg.sampling_period_high_cycles),
-            index: FxHashMap::default(),
+            index: Vec::new(),
             stats: Vec::new(),
             collapses: FxHashMap::default(),
             replicated: FxHashSet::default(),
@@ -250,8 +255,10 @@ impl Carrefour {
 
     /// Bytes of state kept (the paper's figure for this is 5 MB, section 4.4).
     pub fn state_bytes(&self) -> usize {
-        let key = std::mem::size_of::<PageKey>();
-        self.index.capacity() * (key + 4 + 1)
+        self.index
+            .iter()
+            .map(|(_, m)| m.capacity() * (8 + 4 + 1))
+            .sum::<usize>()
             + self.stats.capacity() * std::mem::size_of::<(PageKey, PageStats)>()
             + self.collapses.capacity() * (std::mem::size_of::<PageKey>() + 12)
             + self.replicated.capacity() * (std::mem::size_of::<PageKey>() + 8)
@@ -290,34 +297,67 @@ impl Carrefour {
             .drain(..)
             .filter(|(_, st)| window > 1 && epoch.saturating_sub(st.last_epoch) < window)
             .collect();
-        self.index.clear();
+        for (_, m) in &mut self.index {
+            m.clear();
+        }
         for (i, (k, _)) in keep.iter().enumerate() {
-            self.index.insert(*k, i as u32);
+            let m = Self::map_for(&mut self.index, (k.0, k.2));
+            m.insert(k.1, i as u32);
         }
         self.stats = keep;
+        // Dense node index by node number (the topology's lookup is a binary search).
+        let max_id = topology
+            .nodes()
+            .iter()
+            .map(|n| usize::from(n.id.0))
+            .max()
+            .unwrap_or(0);
+        let mut dense = vec![u16::MAX; max_id + 1];
+        for (i, n) in topology.nodes().iter().enumerate() {
+            dense[usize::from(n.id.0)] = i as u16;
+        }
+        let dense_of = |id: NodeId| {
+            dense
+                .get(usize::from(id.0))
+                .copied()
+                .filter(|&d| d != u16::MAX)
+        };
+        let mut last: Option<(Pid, PageSize, usize)> = None;
         for s in &obs.samples {
-            let key = (s.pid, s.page(), s.page_size);
-            let i = match self.index.get(&key) {
+            let page = s.page();
+            let slot = match last {
+                Some((p, z, slot)) if p == s.pid && z == s.page_size => slot,
+                _ => {
+                    Self::map_for(&mut self.index, (s.pid, s.page_size));
+                    let slot = self
+                        .index
+                        .iter()
+                        .position(|(k, _)| *k == (s.pid, s.page_size))
+                        .unwrap_or(0);
+                    last = Some((s.pid, s.page_size, slot));
+                    slot
+                }
+            };
+            let map = &mut self.index[slot].1;
+            let i = match map.get(&page) {
                 Some(&i) => i as usize,
                 None if self.stats.len() >= self.cfg.max_tracked_pages => continue,
                 None => {
                     let i = self.stats.len();
-                    self.index.insert(key, i as u32);
-                    self.stats.push((key, PageStats::default()));
+                    map.insert(page, i as u32);
+                    self.stats
+                        .push(((s.pid, page, s.page_size), PageStats::default()));
                     i
                 }
             };
             let stats = &mut self.stats[i].1;
             stats.last_epoch = epoch;
-            let Some(node) = topology.index_of(s.node) else {
+            let Some(node) = dense_of(s.node).map(usize::from) else {
                 continue;
             };
             // Samples taken while the page was elsewhere say nothing about where it should go
             // now (its first-touch fault, or a node it was moved away from): start afresh.
-            let home = s
-                .home_node
-                .and_then(|h| topology.index_of(h))
-                .and_then(|h| u16::try_from(h).ok());
+            let home = s.home_node.and_then(dense_of);
             if home.is_some() && stats.home.is_some() && home != stats.home {
                 *stats = PageStats {
                     last_epoch: epoch,
@@ -334,10 +374,31 @@ impl Carrefour {
             if s.kind == AccessKind::Write {
                 stats.writes += 1;
             }
-            if let Some(h) = s.home_node.and_then(|h| topology.index_of(h)) {
-                stats.home = u16::try_from(h).ok();
+            if home.is_some() {
+                stats.home = home;
             }
         }
+    }
+
+    /// The page map of one (process, page size), created if needed.
+    fn map_for(index: &mut PageIndex, key: (Pid, PageSize)) -> &mut FxHashMap<u64, u32> {
+        let pos = match index.iter().position(|(k, _)| *k == key) {
+            Some(p) => p,
+            None => {
+                index.push((key, FxHashMap::default()));
+                index.len() - 1
+            }
+        };
+        &mut index[pos].1
+    }
+
+    /// Where a page's statistics are, if it is tracked.
+    fn lookup(&self, key: &PageKey) -> Option<usize> {
+        self.index
+            .iter()
+            .find(|(k, _)| *k == (key.0, key.2))
+            .and_then(|(_, m)| m.get(&key.1))
+            .map(|&i| i as usize)
     }
 
     /// P_node: pick a destination other than `home`, each node weighted by the complement of
@@ -390,17 +451,34 @@ impl Carrefour {
 
 /// Merges single-page actions on contiguous pages with the same target into ranges.
 fn coalesce(mut actions: Vec<Action>) -> Vec<Action> {
-    fn key(a: &Action) -> Option<(u8, Pid, PageSize, Vec<NodeId>, u64)> {
+    // Actions with the same target sort together: the node list enters the key as a hash
+    // (no allocation per key); a collision only puts two lists side by side, and merging still
+    // compares the lists themselves.
+    fn nodes_hash(nodes: &[NodeId]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        nodes.hash(&mut h);
+        h.finish()
+    }
+    fn key(a: &Action) -> Option<(u8, Pid, PageSize, u64, u64)> {
         match a {
             Action::MigratePages { range, to } => {
-                Some((0, range.pid, range.page_size, vec![*to], range.start))
+                Some((0, range.pid, range.page_size, u64::from(to.0), range.start))
             }
-            Action::Interleave { range, nodes } => {
-                Some((1, range.pid, range.page_size, nodes.clone(), range.start))
-            }
-            Action::Replicate { range, nodes } => {
-                Some((2, range.pid, range.page_size, nodes.clone(), range.start))
-            }
+            Action::Interleave { range, nodes } => Some((
+                1,
+                range.pid,
+                range.page_size,
+                nodes_hash(nodes),
+                range.start,
+            )),
+            Action::Replicate { range, nodes } => Some((
+                2,
+                range.pid,
+                range.page_size,
+                nodes_hash(nodes),
+                range.start,
+            )),
             _ => None,
         }
     }
@@ -523,7 +601,7 @@ impl Policy for Carrefour {
             thread_nodes.insert(p.pid, v);
         }
 
-        let decision_of: HashMap<Pid, usize> = decisions
+        let decision_of: FxHashMap<Pid, usize> = decisions
             .iter()
             .enumerate()
             .map(|(i, d)| (d.pid, i))
@@ -583,8 +661,8 @@ impl Policy for Carrefour {
         // it again on the same evidence).
         for a in &actions {
             if let Action::MigratePages { range, .. } | Action::Interleave { range, .. } = a {
-                if let Some(&i) = self.index.get(&(range.pid, range.start, range.page_size)) {
-                    let st = &mut self.stats[i as usize].1;
+                if let Some(i) = self.lookup(&(range.pid, range.start, range.page_size)) {
+                    let st = &mut self.stats[i].1;
                     *st = PageStats {
                         last_epoch: st.last_epoch,
                         ..PageStats::default()
@@ -615,7 +693,14 @@ impl Policy for Carrefour {
                 continue;
             }
             self.replicating.insert(pid);
-            for key in self.pending_replication.remove(&pid).unwrap_or_default() {
+            let mut keys: Vec<PageKey> = self
+                .pending_replication
+                .remove(&pid)
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            keys.sort_unstable();
+            for key in keys {
                 self.replicated.insert(key);
                 actions.push(Action::Replicate {
                     range: PageRange::page_of(key.0, key.1, key.2),
@@ -625,8 +710,11 @@ impl Policy for Carrefour {
         }
         // Bound the pending lists to the tracking capacity.
         for v in self.pending_replication.values_mut() {
-            while v.len() > self.cfg.max_tracked_pages {
-                v.pop_last();
+            if v.len() > self.cfg.max_tracked_pages {
+                let mut keys: Vec<PageKey> = v.drain().collect();
+                keys.sort_unstable();
+                keys.truncate(self.cfg.max_tracked_pages);
+                v.extend(keys);
             }
         }
 
