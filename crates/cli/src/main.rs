@@ -2,6 +2,7 @@
 
 mod commands;
 mod format;
+mod signals;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

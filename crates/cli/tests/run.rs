@@ -128,3 +128,32 @@ fn missing_program_and_bad_configuration_are_explained() {
     );
     rondpoint(&["run"]).assert().code(2);
 }
+
+#[test]
+fn sigterm_is_passed_on_to_the_program_and_the_report_still_printed() {
+    let bin = assert_cmd::cargo::cargo_bin("rondpoint");
+    let child = std::process::Command::new(bin)
+        .current_dir(common::workspace())
+        .args([
+            "run",
+            "--epoch-ms",
+            "100",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("program killed by signal 15"), "{stderr}");
+}

@@ -125,62 +125,52 @@ fn addresses(range: &PageRange) -> Vec<u64> {
     range.page_starts().collect()
 }
 
+/// Moves the pages of `range` round-robin over `nodes` (one node: all of them there) and turns
+/// the kernel's answers into an outcome.
+fn place(
+    sys: &mut dyn Sys,
+    topology: &Topology,
+    index: usize,
+    range: &PageRange,
+    nodes: &[NodeId],
+) -> Outcome {
+    let nums: Option<Vec<i32>> = nodes
+        .iter()
+        .map(|id| topology.index_of(*id).map(|_| i32::from(id.0)))
+        .collect();
+    let Some(nums) = nums.filter(|v| !v.is_empty()) else {
+        let names: Vec<String> = nodes.iter().map(NodeId::to_string).collect();
+        return Outcome::failed(index, format!("no such node among [{}]", names.join(", ")));
+    };
+    let pages = addresses(range);
+    let targets: Vec<i32> = (0..pages.len()).map(|i| nums[i % nums.len()]).collect();
+    match move_pages_to(sys, range.pid, &pages, &targets) {
+        Ok(r) => outcome_from(index, &r, range.page_size.bytes()),
+        Err(e) if e == Errno::ESRCH => gone(index, range.count, range.pid),
+        Err(e) => Outcome::failed(index, format!("move_pages: {e}")),
+    }
+}
+
 /// Carries out one action.
 pub fn apply(sys: &mut dyn Sys, topology: &Topology, index: usize, action: &Action) -> Outcome {
-    let node_num = |id: NodeId| topology.index_of(id).map(|_| i32::from(id.0));
     match action {
-        Action::MigratePages { range, to } => {
-            let Some(to) = node_num(*to) else {
-                return Outcome::failed(index, format!("{to} does not exist"));
-            };
-            let pages = addresses(range);
-            let targets = vec![to; pages.len()];
-            match move_pages_to(sys, range.pid, &pages, &targets) {
-                Ok(r) => outcome_from(index, &r, range.page_size.bytes()),
-                Err(e) if e == Errno::ESRCH => gone(index, range.count, range.pid),
-                Err(e) => Outcome::failed(index, format!("move_pages: {e}")),
-            }
-        }
-        Action::Interleave { range, nodes } => {
-            let nums: Option<Vec<i32>> = nodes.iter().map(|n| node_num(*n)).collect();
-            let Some(nums) = nums.filter(|v| !v.is_empty()) else {
-                return Outcome::failed(index, "interleave needs existing nodes");
-            };
-            let pages = addresses(range);
-            let targets: Vec<i32> = (0..pages.len()).map(|i| nums[i % nums.len()]).collect();
-            match move_pages_to(sys, range.pid, &pages, &targets) {
-                Ok(r) => outcome_from(index, &r, range.page_size.bytes()),
-                Err(e) if e == Errno::ESRCH => gone(index, range.count, range.pid),
-                Err(e) => Outcome::failed(index, format!("move_pages: {e}")),
-            }
-        }
+        Action::MigratePages { range, to } => place(sys, topology, index, range, &[*to]),
+        Action::Interleave { range, nodes } => place(sys, topology, index, range, nodes),
         Action::Replicate { range, nodes } => {
             // Upstream Linux cannot replicate another process's pages (Carrefour patched the
             // kernel). The nearest effect on traffic is to spread the pages over the nodes that
             // read them, which balances the controllers the replicas would have relieved.
-            let nums: Option<Vec<i32>> = nodes.iter().map(|n| node_num(*n)).collect();
-            let Some(nums) = nums.filter(|v| !v.is_empty()) else {
-                return Outcome::failed(index, "replicate needs existing nodes");
-            };
-            let pages = addresses(range);
-            let targets: Vec<i32> = (0..pages.len()).map(|i| nums[i % nums.len()]).collect();
-            match move_pages_to(sys, range.pid, &pages, &targets) {
-                Ok(r) => {
-                    let mut o = outcome_from(index, &r, range.page_size.bytes());
-                    o.status = OutcomeStatus::Substituted;
-                    o.note = Some(format!(
-                        "Linux cannot replicate another process's pages; interleaved them over \
-                         nodes {} instead",
-                        nums.iter()
-                            .map(i32::to_string)
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    ));
-                    o
-                }
-                Err(e) if e == Errno::ESRCH => gone(index, range.count, range.pid),
-                Err(e) => Outcome::failed(index, format!("move_pages: {e}")),
+            let mut o = place(sys, topology, index, range, nodes);
+            if matches!(o.status, OutcomeStatus::Applied | OutcomeStatus::Partial) {
+                o.status = OutcomeStatus::Substituted;
+                let names: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+                o.note = Some(format!(
+                    "Linux cannot replicate another process's pages; interleaved them over \
+                     nodes {} instead",
+                    names.join(",")
+                ));
             }
+            o
         }
         Action::PinThread { pid, tid, cpus } => {
             if cpus.is_empty() {

@@ -2,9 +2,10 @@
 
 use crate::commands::run::{RunReport, render};
 use crate::commands::sim::policy_config;
+use crate::signals::{self, Signalled};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use rondpoint_engine::{DryRun, EngineConfig, EpochReport, Machine, RateLimits, WallClock};
+use rondpoint_engine::{DryRun, EngineConfig, EpochReport, RateLimits, WallClock};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::{OutcomeStatus, Pid};
@@ -12,8 +13,6 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 #[derive(Debug, Args)]
@@ -82,46 +81,6 @@ fn write_state(path: &Path, state: &State) -> std::io::Result<()> {
     std::fs::rename(tmp, path)
 }
 
-/// Ends the run when SIGINT or SIGTERM arrives.
-struct UntilStopped<M> {
-    inner: M,
-    stop: Arc<AtomicBool>,
-}
-
-impl<M: Machine> Machine for UntilStopped<M> {
-    type Error = M::Error;
-    fn topology(&self) -> &rondpoint_model::Topology {
-        self.inner.topology()
-    }
-    fn processes(&self) -> Vec<rondpoint_model::ProcessInfo> {
-        self.inner.processes()
-    }
-    fn observe(&mut self, until: u64) -> Result<rondpoint_model::Observation, Self::Error> {
-        self.inner.observe(until)
-    }
-    fn apply(
-        &mut self,
-        actions: &[rondpoint_model::Action],
-    ) -> Result<Vec<rondpoint_model::Outcome>, Self::Error> {
-        self.inner.apply(actions)
-    }
-    fn start(
-        &mut self,
-        actions: &[rondpoint_model::Action],
-    ) -> Result<Vec<rondpoint_model::Outcome>, Self::Error> {
-        self.inner.start(actions)
-    }
-    fn finished(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || self.inner.finished()
-    }
-    fn poll_finished(&mut self) -> bool {
-        self.stop.load(Ordering::Relaxed) || self.inner.poll_finished()
-    }
-    fn set_sampling(&mut self, request: &rondpoint_model::SamplingRequest) {
-        self.inner.set_sampling(request);
-    }
-}
-
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     if args.pids.is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
         bail!("say which processes to manage: --pid, --comm or --cgroup");
@@ -146,11 +105,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         eprintln!("rondpoint: this machine has a single NUMA node: there is nothing to manage");
         return Ok(ExitCode::SUCCESS);
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("installing the signal handlers")?;
-    }
+    let stop = signals::install()?;
     let selection = Selection {
         pids: args.pids.iter().map(|&p| Pid(p)).collect(),
         comm: args.comm.clone(),
@@ -209,18 +164,12 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     };
     let mut clock = WallClock::new();
     let (acct, mut machine) = if args.dry_run {
-        let mut m = UntilStopped {
-            inner: DryRun::new(machine),
-            stop,
-        };
+        let mut m = Signalled::new(DryRun::new(machine), stop, |_: &mut _| {}, true);
         let acct =
             rondpoint_engine::run(&mut m, policy.as_mut(), &mut clock, &engine, &mut on_epoch)?;
         (acct, m.inner.into_inner())
     } else {
-        let mut m = UntilStopped {
-            inner: machine,
-            stop,
-        };
+        let mut m = Signalled::new(machine, stop, |_: &mut _| {}, true);
         let acct =
             rondpoint_engine::run(&mut m, policy.as_mut(), &mut clock, &engine, &mut on_epoch)?;
         (acct, m.inner)

@@ -2,9 +2,10 @@
 
 use crate::commands::sim::policy_config;
 use crate::format;
+use crate::signals::{self, Signalled};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use rondpoint_engine::{Accounting, DryRun, EngineConfig, Machine, RateLimits, WallClock};
+use rondpoint_engine::{Accounting, DryRun, EngineConfig, RateLimits, WallClock};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig, LiveStats, Signals};
 use rondpoint_linux::sys::{ExitStatus, RealSys, Sys};
 use serde::Serialize;
@@ -12,8 +13,6 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
@@ -123,11 +122,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         return run_plain(&args.command);
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .context("installing the signal handlers")?;
-    }
+    let stop = signals::install()?;
     let live = LiveConfig {
         sysfs_root: args.sysfs_root.clone(),
         ..LiveConfig::default()
@@ -155,33 +150,25 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             );
         }
     };
+    // SIGINT/SIGTERM: pass SIGTERM on to the program once, and keep managing until it ends,
+    // so that the report is complete and the exit status is the program's.
+    let term = signal_hook::consts::SIGTERM;
+    let mut clock = WallClock::new();
     let (acct, mut machine) = if args.dry_run {
-        let mut m = Stoppable {
-            inner: DryRun::new(machine),
-            stop: Arc::clone(&stop),
-            sent: false,
+        let forward = move |m: &mut DryRun<LinuxMachine<RealSys>>| {
+            let _ = rondpoint_linux::machine::stop(m.inner_mut(), term);
         };
-        let acct = rondpoint_engine::run(
-            &mut m,
-            policy.as_mut(),
-            &mut WallClock::new(),
-            &engine,
-            &mut on_epoch,
-        )?;
+        let mut m = Signalled::new(DryRun::new(machine), stop, forward, false);
+        let acct =
+            rondpoint_engine::run(&mut m, policy.as_mut(), &mut clock, &engine, &mut on_epoch)?;
         (acct, m.inner.into_inner())
     } else {
-        let mut m = Stoppable {
-            inner: machine,
-            stop: Arc::clone(&stop),
-            sent: false,
+        let forward = move |m: &mut LinuxMachine<RealSys>| {
+            let _ = rondpoint_linux::machine::stop(m, term);
         };
-        let acct = rondpoint_engine::run(
-            &mut m,
-            policy.as_mut(),
-            &mut WallClock::new(),
-            &engine,
-            &mut on_epoch,
-        )?;
+        let mut m = Signalled::new(machine, stop, forward, false);
+        let acct =
+            rondpoint_engine::run(&mut m, policy.as_mut(), &mut clock, &engine, &mut on_epoch)?;
         (acct, m.inner)
     };
     if progress {
@@ -223,76 +210,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         eprint!("{}", render(&report));
     }
     Ok(exit_code(machine.exit_status()))
-}
-
-/// Forwards SIGINT/SIGTERM received by rondpoint to the program once, and keeps managing
-/// until it ends (so the report is complete and the exit status is the program's).
-struct Stoppable<M> {
-    inner: M,
-    stop: Arc<AtomicBool>,
-    sent: bool,
-}
-
-impl<M> Stoppable<M> {
-    fn forward(&mut self, send: impl FnOnce(&mut M)) {
-        if !self.sent && self.stop.load(Ordering::Relaxed) {
-            self.sent = true;
-            send(&mut self.inner);
-        }
-    }
-}
-
-macro_rules! delegate_machine {
-    ($inner:ty, $kill:expr) => {
-        impl Machine for Stoppable<$inner> {
-            type Error = <$inner as Machine>::Error;
-            fn topology(&self) -> &rondpoint_model::Topology {
-                self.inner.topology()
-            }
-            fn processes(&self) -> Vec<rondpoint_model::ProcessInfo> {
-                self.inner.processes()
-            }
-            fn observe(&mut self, until: u64) -> Result<rondpoint_model::Observation, Self::Error> {
-                self.forward($kill);
-                self.inner.observe(until)
-            }
-            fn apply(
-                &mut self,
-                actions: &[rondpoint_model::Action],
-            ) -> Result<Vec<rondpoint_model::Outcome>, Self::Error> {
-                self.inner.apply(actions)
-            }
-            fn start(
-                &mut self,
-                actions: &[rondpoint_model::Action],
-            ) -> Result<Vec<rondpoint_model::Outcome>, Self::Error> {
-                self.inner.start(actions)
-            }
-            fn finished(&self) -> bool {
-                self.inner.finished()
-            }
-            fn poll_finished(&mut self) -> bool {
-                self.forward($kill);
-                self.inner.poll_finished()
-            }
-            fn set_sampling(&mut self, request: &rondpoint_model::SamplingRequest) {
-                self.inner.set_sampling(request)
-            }
-        }
-    };
-}
-
-delegate_machine!(LinuxMachine<RealSys>, |m: &mut LinuxMachine<RealSys>| {
-    let _ = rondpoint_linux::machine::stop(m, libc_sigterm());
-});
-delegate_machine!(DryRun<LinuxMachine<RealSys>>, |m: &mut DryRun<
-    LinuxMachine<RealSys>,
->| {
-    let _ = rondpoint_linux::machine::stop(m.inner_mut(), libc_sigterm());
-});
-
-fn libc_sigterm() -> i32 {
-    signal_hook::consts::SIGTERM
 }
 
 fn pages_row(label: &str, pages: &Option<Vec<u64>>) -> Vec<String> {
