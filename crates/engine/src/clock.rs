@@ -67,7 +67,7 @@ impl Clock for WallClock {
 
     fn wait_until_or(&mut self, t_ns: u64, done: &mut dyn FnMut() -> bool) {
         /// How often a live machine is asked whether its programs have ended.
-        const SLICE: Duration = Duration::from_millis(10);
+        const SLICE: Duration = Duration::from_millis(25);
         loop {
             let now = self.now_ns();
             if now >= t_ns || done() {

@@ -536,22 +536,6 @@ impl<S: Sys> LinuxMachine<S> {
             .collect()
     }
 
-    fn pages_by_node(&self) -> Vec<u64> {
-        let mut v = vec![0u64; self.topology.len()];
-        for &pid in &self.managed {
-            if let Ok(Some(maps)) = self.proc.numa_maps(pid) {
-                for m in maps {
-                    for (node, pages) in &m.pages_by_node {
-                        if let Some(i) = self.topology.index_of(*node) {
-                            v[i] += pages * (m.page_size_kb / 4).max(1); // in 4 KiB pages
-                        }
-                    }
-                }
-            }
-        }
-        v
-    }
-
     fn counters(&mut self, samples: &[Sample], duration_ns: u64) -> Counters {
         let n = self.topology.len();
         let mut nodes: Vec<NodeCounters> = self
@@ -703,10 +687,19 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.check_exit();
         self.refresh_managed();
         self.attach_sampler();
+        // Which mappings are THP-backed: the full smaps only when the rollup shows any (each
+        // read makes the kernel walk the page tables, and this runs every epoch).
         for &pid in &self.managed {
-            let path = self.config.proc_root.join(format!("{}/smaps", pid.0));
-            if let Ok(text) = std::fs::read_to_string(path) {
-                self.thp.insert(pid, thp::parse_smaps(&text));
+            match self.proc.thp_bytes(pid) {
+                Ok(Some(b)) if b > 0 => {
+                    let path = self.config.proc_root.join(format!("{}/smaps", pid.0));
+                    if let Ok(text) = std::fs::read_to_string(path) {
+                        self.thp.insert(pid, thp::parse_smaps(&text));
+                    }
+                }
+                _ => {
+                    self.thp.remove(&pid);
+                }
             }
         }
         let samples = self.collect_samples();
@@ -719,8 +712,15 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.epoch_start = now;
         let counters = self.counters(&samples, duration_ns);
         let lar = Self::lar(&samples);
+        // One numa_maps read per process and epoch serves the policy and the report.
+        let processes = self.processes();
         if !self.managed.is_empty() {
-            let pages = self.pages_by_node();
+            let mut pages = vec![0u64; self.topology.len()];
+            for p in &processes {
+                for (i, b) in p.resident_bytes_by_node.iter().enumerate() {
+                    pages[i] += b / 4096;
+                }
+            }
             if self.stats.pages_first.is_none() && pages.iter().sum::<u64>() > 0 {
                 self.stats.pages_first = Some(pages.clone());
                 self.stats.lar_first = lar;
@@ -738,7 +738,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
             counters,
             samples,
             memory: self.node_memory(),
-            processes: self.processes(),
+            processes,
             collapses: Vec::new(),
             truth: None,
         };

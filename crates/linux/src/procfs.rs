@@ -269,10 +269,14 @@ impl ProcRoot {
         }
     }
 
-    /// Children, grandchildren, ... of `pid` (not `pid` itself), sorted, found through the ppid
-    /// of every process's `stat` (so it works without CONFIG_PROC_CHILDREN). A child created by
-    /// any thread of `pid` has `pid` as its ppid (the parent's thread-group id).
+    /// Children, grandchildren, ... of `pid` (not `pid` itself), sorted: through the kernel's
+    /// `task/TID/children` files where it has them (CONFIG_PROC_CHILDREN), otherwise through the
+    /// ppid of every process's `stat`. A child created by any thread of `pid` has `pid` as its
+    /// ppid (the parent's thread-group id).
     pub fn descendants(&self, pid: Pid) -> Result<Vec<Pid>, ProcError> {
+        if let Some(found) = self.descendants_by_children_files(pid) {
+            return Ok(found);
+        }
         let mut children: BTreeMap<Pid, Vec<Pid>> = BTreeMap::new();
         for p in self.pids()? {
             if let Some(stat) = self.stat(p)? {
@@ -289,6 +293,38 @@ impl ProcRoot {
             }
         }
         Ok(found.into_iter().collect())
+    }
+
+    /// Descendants through `/proc/PID/task/TID/children` (CONFIG_PROC_CHILDREN), which costs a
+    /// few reads instead of one per process on the machine. `None` when the root task has no
+    /// such file (the kernel does not provide it, or the process is gone): the caller then
+    /// scans every process's ppid.
+    fn descendants_by_children_files(&self, pid: Pid) -> Option<Vec<Pid>> {
+        let probe = self.root.join(format!("{}/task/{}/children", pid.0, pid.0));
+        if !probe.is_file() {
+            return None;
+        }
+        let mut found = BTreeSet::new();
+        let mut todo = vec![pid];
+        while let Some(p) = todo.pop() {
+            let Ok(tasks) = std::fs::read_dir(self.root.join(format!("{}/task", p.0))) else {
+                continue; // exited meanwhile
+            };
+            for task in tasks.flatten() {
+                let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+                    continue;
+                };
+                for c in text
+                    .split_whitespace()
+                    .filter_map(|w| w.parse::<i32>().ok())
+                {
+                    if c != pid.0 && found.insert(Pid(c)) {
+                        todo.push(Pid(c));
+                    }
+                }
+            }
+        }
+        Some(found.into_iter().collect())
     }
 
     /// Processes whose comm matches `pattern`: an exact name, or a glob with `*` (any run of
