@@ -160,6 +160,32 @@ check_bad_config() {
     if [ "$code" = 1 ] && [ ! -e /tmp/started ] && grep -q 'bad.toml' /tmp/run.err; then ok bad-config; else bad bad-config "exit $code, started: $([ -e /tmp/started ] && echo yes || echo no)"; fi
 }
 
+# Benchmark (not a check): move_pages throughput of `rondpoint migrate` (batched per node,
+# verified) against numactl's migratepages (one migrate_pages call), moving the same 128 MiB
+# between nodes in the same boot. Under TCG absolute speeds mean little; the ratio is the point.
+bench_migrate() {
+    balancing 0; thp never
+    rondpoint-mgen touch --mib 128 --secs 120 > /tmp/mgen.out &
+    p=$!
+    sleep 4
+    # Both timed the same way, start-up included (/proc/uptime has 10 ms resolution).
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    r=$(rondpoint migrate --pid "$p" --to 1 --json 2>&1)
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    migratepages "$p" 1 2 >/dev/null 2>&1
+    t2=$(cut -d' ' -f1 /proc/uptime)
+    rb=$(echo "$r" | sed -n 's/.*"bytes_moved": \([0-9]*\).*/\1/p')
+    rs=$(echo "$t0 $t1" | awk '{print $2 - $1}')
+    t=$(echo "$t1 $t2" | awk '{print $2 - $1}')
+    kill "$p" 2>/dev/null; wait "$p" 2>/dev/null
+    echo "$rb $rs $t" | awk '{
+        if ($1 > 0 && $2 > 0 && $3 > 0) {
+            r = $1 / 1e6 / $2; m = $1 / 1e6 / $3
+            printf "bench migrate %d MB: rondpoint migrate %.0f MB/s, numactl migratepages %.0f MB/s, ratio %.2f\n", $1 / 1e6, r, m, r / m
+        } else print "bench migrate: no measurement (" $0 ")"
+    }'
+}
+
 # rondpoint.checks=a,b (kernel command line) runs only those; rondpoint.verbose=1 prints
 # rondpoint's reports.
 wanted=$(sed -n 's/.*rondpoint\.checks=\([^ ]*\).*/\1/p' /proc/cmdline)
@@ -175,4 +201,5 @@ for c in topo interleave dry_run carrefour_shared carrefour_partitioned thp thre
         echo "--- rondpoint output of $c:"; cat /tmp/run.err 2>/dev/null; echo "$out" | grep -v '^mgen' | head -80
     fi
 done
+case ",${wanted:-all}," in *,all,*|*,bench,*) bench_migrate ;; esac
 echo "TESTBED: $pass passed, $fail failed"

@@ -62,6 +62,9 @@ enum Command {
     /// Selections by name or cgroup are rescanned every epoch. The state is published in a
     /// file for a live view (--state-file); a report is printed at the end.
     Daemon(commands::daemon::DaemonArgs),
+    /// Move a running process's pages to a node (like numactl's migratepages, but batched per
+    /// node, THP-aware, rate-capped and verified by a placement query), and say what moved.
+    Migrate(commands::migrate::MigrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => commands::record::run_replay(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Daemon(args) => commands::daemon::run(&args),
+        Command::Migrate(args) => commands::migrate::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod daemon;
+pub mod migrate;
 pub mod record;
 pub mod run;
 pub mod sim;
