@@ -99,7 +99,7 @@ for meta in $kernels; do
     say "booting $name with 4 NUMA nodes"
     log="$work/$name.log"
     start=$(date +%s)
-    timeout "$timeout_s" qemu-system-x86_64 -accel tcg -m 2G -smp 4 -nographic -no-reboot \
+    timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -m 2G -smp 4 -nographic -no-reboot \
         -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
         -append "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise rondpoint.checks=${CHECKS:-all} rondpoint.verbose=${VERBOSE:-0}" \
         "${numa[@]}" >"$log" 2>&1 || true

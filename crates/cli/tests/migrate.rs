@@ -1,0 +1,38 @@
+//! End-to-end tests of `rondpoint migrate` on this machine's kernel (moves between real nodes
+//! are the testbed's benchmark; here: queries, no-op moves and refusals).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{rondpoint, stdout};
+use predicates::prelude::*;
+use serde_json::Value;
+
+#[test]
+fn moving_to_the_node_the_pages_are_on_moves_nothing_and_says_so() {
+    let mut victim = std::process::Command::new("sleep")
+        .arg("10")
+        .spawn()
+        .unwrap();
+    let pid = victim.id().to_string();
+    let j: Value =
+        serde_json::from_str(&stdout(&["migrate", "--pid", &pid, "--to", "0", "--json"])).unwrap();
+    assert_eq!(j["pages_moved"], 0);
+    assert!(j["pages_already_there"].as_u64().unwrap() > 0, "{j}");
+    assert_eq!(j["failures"], serde_json::json!({}));
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
+#[test]
+fn unknown_nodes_and_processes_are_refused() {
+    rondpoint(&["migrate", "--pid", "1", "--to", "7"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("node 7 does not exist"));
+    rondpoint(&["migrate", "--pid", "999999999", "--to", "0"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is process 999999999 running?"));
+}
