@@ -76,18 +76,9 @@ pub struct AppResult {
     pub completion_s: f64,
 }
 
-/// Population standard deviation over mean, in percent (0 when the mean is 0).
-pub fn imbalance_pct(loads: &[f64]) -> f64 {
-    if loads.is_empty() {
-        return 0.0;
-    }
-    let mean = loads.iter().sum::<f64>() / loads.len() as f64;
-    if mean <= 0.0 {
-        return 0.0;
-    }
-    let var = loads.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / loads.len() as f64;
-    100.0 * var.sqrt() / mean
-}
+/// Population standard deviation over mean, in percent (the imbalance of
+/// 000_4074eef64cabe9e6.txt section 2); one definition for policies and reports.
+pub use rondpoint_policy::metrics::imbalance_pct;
 
 /// Longest a run may take in simulated time before it is declared stuck.
 pub const TIME_LIMIT_S: f64 = 3600.0;
