@@ -9,7 +9,9 @@
 //! ENOENT for a page not present, EACCES for a page shared with another process, ...).
 
 use crate::sys::{Errno, NodeMask, Sys};
-use rondpoint_model::{Action, CpuId, NodeId, Outcome, OutcomeStatus, PageRange, Pid, Topology};
+use rondpoint_model::{
+    Action, CpuId, NodeId, Outcome, OutcomeStatus, PageRange, Pid, Tid, Topology,
+};
 use std::collections::BTreeMap;
 
 /// Pages per move_pages call (the kernel processes any count, but a bounded batch keeps each
@@ -151,8 +153,15 @@ fn place(
     }
 }
 
-/// Carries out one action.
-pub fn apply(sys: &mut dyn Sys, topology: &Topology, index: usize, action: &Action) -> Outcome {
+/// Carries out one action. `threads` are the task ids of the action's process as the caller
+/// last read them (only moving a whole application uses them).
+pub fn apply(
+    sys: &mut dyn Sys,
+    topology: &Topology,
+    index: usize,
+    action: &Action,
+    threads: &[Tid],
+) -> Outcome {
     match action {
         Action::MigratePages { range, to } => place(sys, topology, index, range, &[*to]),
         Action::Interleave { range, nodes } => place(sys, topology, index, range, nodes),
@@ -188,7 +197,7 @@ pub fn apply(sys: &mut dyn Sys, topology: &Topology, index: usize, action: &Acti
             pid,
             to,
             with_memory,
-        } => move_application(sys, topology, index, *pid, *to, *with_memory),
+        } => move_application(sys, topology, index, *pid, threads, *to, *with_memory),
         Action::SetMemPolicy { .. } => Outcome::failed(
             index,
             "Linux sets a memory policy only for the calling process; rondpoint sets one at \
@@ -202,6 +211,7 @@ fn move_application(
     topology: &Topology,
     index: usize,
     pid: Pid,
+    threads: &[Tid],
     to: NodeId,
     with_memory: bool,
 ) -> Outcome {
@@ -212,14 +222,17 @@ fn move_application(
         return Outcome::failed(index, format!("{to} has no CPUs"));
     }
     let cpus: Vec<CpuId> = node.cpus.clone();
-    // The main thread's affinity is inherited by threads it creates from now on; the
-    // machine pins the existing threads through PinThread actions of its own.
-    if let Err(e) = sys.sched_setaffinity(rondpoint_model::Tid(pid.0), &cpus) {
-        return if e == Errno::ESRCH {
-            gone(index, 0, pid)
-        } else {
-            Outcome::failed(index, format!("sched_setaffinity: {e}"))
-        };
+    // Every existing thread moves; threads created later inherit their creator's affinity.
+    // The main thread goes first: if it is gone, so is the process.
+    let mut tids = vec![Tid(pid.0)];
+    tids.extend(threads.iter().copied().filter(|&t| t != Tid(pid.0)));
+    for (k, &tid) in tids.iter().enumerate() {
+        match sys.sched_setaffinity(tid, &cpus) {
+            Ok(()) => {}
+            Err(e) if e == Errno::ESRCH && k == 0 => return gone(index, 0, pid),
+            Err(e) if e == Errno::ESRCH => {} // that thread has exited: nothing to move
+            Err(e) => return Outcome::failed(index, format!("sched_setaffinity: {e}")),
+        }
     }
     if !with_memory {
         return Outcome::applied(index);
@@ -247,11 +260,16 @@ fn move_application(
 mod tests {
     use super::*;
     use crate::sys::{Call, FakeSys};
+    use rondpoint_model::PageSize;
     use rondpoint_model::synthetic::TopologyBuilder;
-    use rondpoint_model::{PageSize, Tid};
 
     const P: i32 = 42;
     const A: u64 = 0x7f00_0000_0000;
+
+    /// Applies an action to a process whose only thread is its main thread.
+    fn apply(sys: &mut dyn Sys, topology: &Topology, index: usize, action: &Action) -> Outcome {
+        super::apply(sys, topology, index, action, &[])
+    }
 
     fn topo() -> Topology {
         TopologyBuilder::new(4).cores_per_llc(2).build().unwrap()
@@ -511,6 +529,49 @@ mod tests {
                 with_memory: true,
             },
         );
+        assert_eq!(o.status, OutcomeStatus::Failed);
+        assert!(o.note.unwrap().contains("EPERM"));
+    }
+
+    #[test]
+    fn move_application_moves_every_thread_and_skips_ones_that_exited() {
+        let action = Action::MoveApplication {
+            pid: Pid(P),
+            to: NodeId(2),
+            with_memory: false,
+        };
+        // The main thread's affinity call says ESRCH: the process is gone, nothing failed.
+        let mut sys = sys_with(1, 0);
+        sys.fail_next.push_back(("sched_setaffinity", Errno::ESRCH));
+        let o = super::apply(&mut sys, &topo(), 0, &action, &[Tid(P + 1)]);
+        assert_eq!(o.status, OutcomeStatus::Skipped);
+        // Every thread, main thread first; a worker that exited meanwhile is no failure.
+        let mut sys2 = sys_with(1, 0);
+        sys2.exited_tids.push(Tid(P + 1));
+        let o = super::apply(
+            &mut sys2,
+            &topo(),
+            0,
+            &action,
+            &[Tid(P + 1), Tid(P), Tid(P + 2)],
+        );
+        assert_eq!(o.status, OutcomeStatus::Applied);
+        let pinned: Vec<i32> = sys2
+            .calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::SetAffinity { tid, cpus } => {
+                    assert_eq!(cpus, &vec![CpuId(4), CpuId(5)]);
+                    Some(tid.0)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(pinned, vec![P, P + 1, P + 2]);
+        let mut sys3 = sys_with(1, 0);
+        sys3.fail_next
+            .push_back(("sched_setaffinity", Errno::EPERM));
+        let o = super::apply(&mut sys3, &topo(), 0, &action, &[Tid(P + 1)]);
         assert_eq!(o.status, OutcomeStatus::Failed);
         assert!(o.note.unwrap().contains("EPERM"));
     }

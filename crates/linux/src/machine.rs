@@ -780,7 +780,22 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 ));
                 continue;
             }
-            out.push(actuate::apply(&mut self.sys, &self.topology, i, a));
+            // Moving a whole application moves every thread it has now.
+            let threads: Vec<Tid> = match a {
+                Action::MoveApplication { .. } => self
+                    .proc
+                    .threads(pid)
+                    .map(|v| v.into_iter().map(|t| t.tid).collect())
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
+            out.push(actuate::apply(
+                &mut self.sys,
+                &self.topology,
+                i,
+                a,
+                &threads,
+            ));
         }
         Ok(out)
     }

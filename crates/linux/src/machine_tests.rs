@@ -224,3 +224,29 @@ fn missing_rights_to_sample_are_named() {
     let e = m.signals().sampler_error.clone().unwrap();
     assert!(e.contains("CAP_PERFMON") && e.contains("EACCES"), "{e}");
 }
+
+#[test]
+fn moving_an_application_pins_every_thread_procfs_lists() {
+    let sys = FakeSys::new().with_process(MEMHOG.0, &[]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    let out = m
+        .apply(&[Action::MoveApplication {
+            pid: MEMHOG,
+            to: NodeId(3),
+            with_memory: false,
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Applied);
+    let pinned: Vec<i32> = m
+        .sys()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::SetAffinity { tid, .. } => Some(tid.0),
+            _ => None,
+        })
+        .collect();
+    // fixtures/procfs/numa4/4242/task: 4242, 4243, 4244, and 4246, which is exiting (no stat)
+    // and so not listed.
+    assert_eq!(pinned, vec![4242, 4243, 4244]);
+}

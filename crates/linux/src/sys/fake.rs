@@ -82,6 +82,8 @@ pub struct FakeSys {
     pub fail_next: VecDeque<(&'static str, Errno)>,
     /// Processes that exist (others give ESRCH).
     pub live: Vec<i32>,
+    /// Threads that have exited (sched_setaffinity on them gives ESRCH).
+    pub exited_tids: Vec<Tid>,
     /// Results of try_wait per pid, in order (then `None` forever).
     pub exits: HashMap<i32, VecDeque<ExitStatus>>,
     /// Bytes the next drain of each ring returns.
@@ -192,7 +194,11 @@ impl Sys for FakeSys {
         self.check(Call::SetAffinity {
             tid,
             cpus: cpus.to_vec(),
-        })
+        })?;
+        if self.exited_tids.contains(&tid) {
+            return Err(Errno::ESRCH);
+        }
+        Ok(())
     }
 
     fn spawn(
