@@ -19,9 +19,9 @@ use crate::sys::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, S
 use crate::thp::{self, ThpMapping};
 use rondpoint_engine::Machine;
 use rondpoint_model::{
-    AccessKind, Action, Counters, MemPolicy, NodeCounters, NodeId, NodeMemory, Observation,
-    Outcome, PageSize, Pid, ProcessInfo, Sample, SampleSource, SamplingRequest, ThreadCounters,
-    ThreadInfo, Tid, Topology,
+    AccessKind, Action, CounterGroup, Counters, Estimate, MemPolicy, NodeCounters, NodeId,
+    NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample, SampleSource,
+    SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -594,12 +594,22 @@ impl<S: Sys> LinuxMachine<S> {
                 nodes[i].cycles += t.cycles;
             }
         }
+        let estimate = |group, how: &str| Estimate {
+            group,
+            how: how.to_string(),
+        };
         let estimated = vec![
-            "nodes.dram_accesses_by_source (sampled accesses, by page node and CPU node)".into(),
-            "threads.dram_accesses (sampled accesses)".into(),
-            "threads.cycles (CPU time x nominal clock)".into(),
+            estimate(
+                CounterGroup::NodeDram,
+                "DRAM traffic per node: sampled accesses, by page node and CPU node",
+            ),
+            estimate(
+                CounterGroup::ThreadDram,
+                "DRAM accesses per thread: sampled accesses",
+            ),
+            estimate(CounterGroup::Cycles, "cycles: CPU time x nominal clock"),
         ];
-        self.signals.estimated.clone_from(&estimated);
+        self.signals.estimated = estimated.iter().map(|e| e.how.clone()).collect();
         Counters {
             duration_ns,
             nodes,

@@ -130,9 +130,15 @@ fn samples_get_their_node_from_the_cpu_and_their_page_node_from_a_query() {
     );
     assert!(
         obs.counters
-            .estimated
-            .iter()
-            .any(|e| e.starts_with("nodes.dram_accesses_by_source"))
+            .is_estimated(rondpoint_model::CounterGroup::NodeDram)
+    );
+    assert!(
+        obs.counters
+            .is_estimated(rondpoint_model::CounterGroup::ThreadDram)
+    );
+    assert!(
+        !obs.counters
+            .is_estimated(rondpoint_model::CounterGroup::Instructions)
     );
     assert_eq!(m.stats().samples, 2);
 }

@@ -68,7 +68,37 @@ pub struct Counters {
     pub threads: Vec<ThreadCounters>,
     /// Empty when the machine has no link counters.
     pub links: Vec<LinkCounters>,
-    /// Names of the fields above that were estimated rather than counted (for example
-    /// `"nodes.dram_accesses_by_source"` estimated from samples when there is no uncore PMU).
-    pub estimated: Vec<String>,
+    /// The counters above that were estimated rather than counted, and how (for example DRAM
+    /// traffic per node estimated from samples when there is no PMU).
+    pub estimated: Vec<Estimate>,
+}
+
+/// A group of counters a backend can only estimate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CounterGroup {
+    /// `nodes[].dram_accesses_by_source`, `dram_reads`, `dram_writes`.
+    NodeDram,
+    /// `threads[].dram_accesses`, `dram_writes`.
+    ThreadDram,
+    /// `nodes[].cycles`, `threads[].cycles`.
+    Cycles,
+    /// `nodes[].instructions`, `threads[].instructions`.
+    Instructions,
+    /// `links`.
+    Links,
+}
+
+/// One estimated counter group and how it was estimated, in words for reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub group: CounterGroup,
+    pub how: String,
+}
+
+impl Counters {
+    /// Whether a group of counters was estimated rather than counted.
+    pub fn is_estimated(&self, group: CounterGroup) -> bool {
+        self.estimated.iter().any(|e| e.group == group)
+    }
 }

@@ -17,7 +17,7 @@ pub mod synthetic;
 pub mod topology;
 
 pub use action::{Action, MemPolicy, Outcome, OutcomeStatus};
-pub use counters::{Counters, LinkCounters, NodeCounters, ThreadCounters};
+pub use counters::{CounterGroup, Counters, Estimate, LinkCounters, NodeCounters, ThreadCounters};
 pub use ids::{CpuId, NodeId, Pid, Tid};
 pub use observation::{AccessTruth, Collapse, NodeMemory, Observation, ProcessInfo, ThreadInfo};
 pub use page::{PageRange, PageSize};

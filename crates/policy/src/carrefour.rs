@@ -39,7 +39,7 @@ use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
-    AccessKind, Action, NodeId, Observation, PageRange, PageSize, Pid, SampleSource,
+    AccessKind, Action, CounterGroup, NodeId, Observation, PageRange, PageSize, Pid, SampleSource,
     SamplingRequest, Topology,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -555,11 +555,7 @@ impl Policy for Carrefour {
             .collect();
 
         // Global decisions, per application (Figure 4).
-        let estimated = obs
-            .counters
-            .estimated
-            .iter()
-            .any(|e| e.starts_with("threads.dram_accesses"));
+        let estimated = obs.counters.is_estimated(CounterGroup::ThreadDram);
         let mut decisions = Vec::with_capacity(apps.len());
         for a in &apps {
             let enabled = if estimated {

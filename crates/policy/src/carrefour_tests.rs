@@ -570,7 +570,10 @@ fn estimated_counters_enable_on_sample_activity_instead_of_maptu() {
         samples,
         ..Epoch::default()
     });
-    obs.counters.estimated = vec!["threads.dram_accesses (sampled accesses)".into()];
+    obs.counters.estimated = vec![rondpoint_model::Estimate {
+        group: CounterGroup::ThreadDram,
+        how: "sampled accesses".into(),
+    }];
     let actions = c.decide(&topo(), &obs);
     assert!(c.last_decisions()[0].enabled);
     assert_eq!(
