@@ -788,16 +788,12 @@ impl SimMachine {
             if end <= start {
                 continue;
             }
-            let page = match self.apps[ai].models[ri].pattern {
-                Pattern::Zipf => {
-                    let s = match region_popularity(region) {
-                        Popularity::Zipf(s) => s,
-                        Popularity::Uniform => 0.0,
-                    };
+            let page = match region.popularity() {
+                Popularity::Zipf(s) => {
                     let rank = zipf_rank(&mut self.rng, (end - start) as u64, s);
                     region.page_of_rank(b, rank)
                 }
-                _ => self.rng.random_range(start..end),
+                Popularity::Uniform => self.rng.random_range(start..end),
             };
             let write = self.rng.random::<f64>() < self.apps[ai].models[ri].write_ratio;
             let offset = self.rng.random_range(0..region.page_size.bytes() / 64) * 64;
@@ -1480,20 +1476,6 @@ impl SimMachine {
         self.e_start_ns = until;
         self.epoch += 1;
         obs
-    }
-}
-
-fn region_popularity(r: &Region) -> Popularity {
-    // The weight of rank 0 is 1 for both; the ratio of two ranks recovers s.
-    if r.len() < 2 {
-        return Popularity::Uniform;
-    }
-    let p1 = r.page_of_rank(0, 1);
-    let w = r.weight(p1);
-    if (w - 1.0).abs() < 1e-15 {
-        Popularity::Uniform
-    } else {
-        Popularity::Zipf(-w.ln() / 2f64.ln())
     }
 }
 

@@ -95,6 +95,11 @@ impl Region {
         self.pages.len() as u64 * self.page_size.bytes()
     }
 
+    /// How popular its pages are within a block.
+    pub fn popularity(&self) -> Popularity {
+        self.popularity
+    }
+
     /// Access blocks.
     pub fn blocks(&self) -> usize {
         self.blocks
