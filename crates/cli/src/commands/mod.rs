@@ -2,6 +2,7 @@
 
 pub mod daemon;
 pub mod migrate;
+pub mod options;
 pub mod record;
 pub mod run;
 pub mod sim;

@@ -1,7 +1,7 @@
 //! `rondpoint record` and `rondpoint replay`: observations to a file, and a policy run over
 //! them offline.
 
-use crate::commands::sim::policy_config;
+use crate::commands::options::PolicyOptions;
 use crate::format;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -28,12 +28,8 @@ pub struct RecordArgs {
     /// The policy that runs while recording (its actions are recorded with the observations).
     #[arg(long, short = 'p', default_value = "first-touch")]
     policy: String,
-    /// Policy parameters (TOML, docs/policies.md).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Carrefour's mechanisms to enable (replication, interleaving, co-location).
-    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
-    techniques: Vec<String>,
+    #[command(flatten)]
+    policy_options: PolicyOptions,
     /// Seed of the simulator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -53,7 +49,7 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     if args.epoch_ms == 0 {
         bail!("--epoch-ms must be at least 1");
     }
-    let config = policy_config(args.config.as_deref(), &args.techniques)?;
+    let config = args.policy_options.config()?;
     let mut policy = rondpoint_policy::build(&args.policy, &config)?;
     let spec = MachineSpec::from_preset(&presets::machine(&args.machine)?)?;
     let scenario = presets::workload(&args.workload)?;
@@ -118,12 +114,8 @@ pub struct ReplayArgs {
     /// The policy to run over the recorded observations.
     #[arg(long, short = 'p', default_value = "carrefour")]
     policy: String,
-    /// Policy parameters (TOML, docs/policies.md).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Carrefour's mechanisms to enable (replication, interleaving, co-location).
-    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
-    techniques: Vec<String>,
+    #[command(flatten)]
+    policy_options: PolicyOptions,
     /// Print every decision as JSON instead of a summary table.
     #[arg(long)]
     json: bool,
@@ -138,7 +130,7 @@ struct ReplayReport<'a> {
 }
 
 pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
-    let config = policy_config(args.config.as_deref(), &args.techniques)?;
+    let config = args.policy_options.config()?;
     let mut policy = rondpoint_policy::build(&args.policy, &config)?;
     let file =
         File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;

@@ -1,49 +1,23 @@
 //! `rondpoint run`: launch a program under management and report, like `perf stat`.
 
-use crate::commands::sim::policy_config;
+use crate::commands::options::{Live, LiveOptions, drive};
 use crate::format;
-use crate::signals::{self, Signalled};
-use anyhow::{Context, Result, bail};
+use crate::signals;
+use anyhow::Result;
 use clap::Args;
-use rondpoint_engine::{Accounting, DryRun, EngineConfig, RateLimits, WallClock};
-use rondpoint_linux::machine::{LinuxMachine, LiveConfig, LiveStats, Signals};
+use rondpoint_engine::Accounting;
+use rondpoint_linux::machine::{LinuxMachine, LiveStats, Signals};
 use rondpoint_linux::sys::{ExitStatus, RealSys, Sys};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The placement policy (see `rondpoint sim --list`; parameters in docs/policies.md).
-    #[arg(long, short = 'p', default_value = "carrefour")]
-    policy: String,
-    /// Policy parameters (TOML, docs/policies.md).
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Carrefour's mechanisms to enable (replication, interleaving, co-location).
-    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
-    techniques: Vec<String>,
-    /// Observe and decide, but change nothing: actions are logged and reported, not applied.
-    #[arg(long)]
-    dry_run: bool,
-    /// Print the end report as JSON (on stdout; the program's own output is left alone).
-    #[arg(long)]
-    json: bool,
-    /// Epoch length (milliseconds).
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
-    epoch_ms: u64,
-    /// Most pages the policy may move per epoch.
-    #[arg(long, value_name = "PAGES", default_value_t = 65_536)]
-    max_pages_per_epoch: u64,
-    /// Most megabytes the policy may move per epoch.
-    #[arg(long, value_name = "MB", default_value_t = 512)]
-    max_mb_per_epoch: u64,
-    /// Read the topology from DIR instead of /sys.
-    #[arg(long, value_name = "DIR", default_value = "/sys")]
-    sysfs_root: PathBuf,
+    #[command(flatten)]
+    live: LiveOptions,
     /// The program to run and its arguments.
     #[arg(
         required = true,
@@ -69,6 +43,56 @@ pub struct RunReport {
     pub rondpoint_cpu_s: f64,
     pub rondpoint_peak_rss_bytes: u64,
     pub notes: Vec<String>,
+}
+
+impl RunReport {
+    /// The report of a finished live run, with notes on what limited what it could see.
+    pub fn new(
+        options: &LiveOptions,
+        command: Vec<String>,
+        exit: Option<String>,
+        started: Instant,
+        actions: Accounting,
+        machine: &mut LinuxMachine<RealSys>,
+        mut notes: Vec<String>,
+    ) -> Self {
+        let (cpu_ns, rss) = machine.own_usage();
+        let signals = machine.signals();
+        if let Some(e) = &signals.sampler_error {
+            notes.push(format!("no samples: {e}"));
+        }
+        if signals.numa_balancing != Some(1) {
+            notes.push(
+                "kernel.numa_balancing is not 1: only first-touch page faults were sampled, so \
+                 later accesses were not seen (set it to 1 to sample NUMA hinting faults)"
+                    .into(),
+            );
+        }
+        Self {
+            command,
+            policy: options.policy.clone(),
+            dry_run: options.dry_run,
+            exit,
+            wall_s: started.elapsed().as_secs_f64(),
+            epochs: actions.epochs,
+            signals: signals.clone(),
+            stats: machine.stats().clone(),
+            actions,
+            rondpoint_cpu_s: cpu_ns as f64 / 1e9,
+            rondpoint_peak_rss_bytes: rss,
+            notes,
+        }
+    }
+
+    /// Prints the report: JSON on stdout, or the table on stderr.
+    pub fn print(&self, json: bool) -> Result<()> {
+        if json {
+            println!("{}", serde_json::to_string_pretty(self)?);
+        } else {
+            eprint!("{}", render(self));
+        }
+        Ok(())
+    }
 }
 
 fn exit_code(status: Option<ExitStatus>) -> ExitCode {
@@ -104,15 +128,14 @@ fn run_plain(argv: &[OsString]) -> Result<ExitCode> {
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    if args.epoch_ms == 0 {
-        bail!("--epoch-ms must be at least 1");
-    }
     // Everything that can be wrong with the arguments is checked before the program starts.
-    let config = policy_config(args.config.as_deref(), &args.techniques)?;
-    let mut policy = rondpoint_policy::build(&args.policy, &config)?;
-    let topology = rondpoint_linux::discover(&args.sysfs_root)
-        .context("reading the NUMA topology")?
-        .topology;
+    let opts = &args.live;
+    let Live {
+        mut policy,
+        topology,
+        live,
+        engine,
+    } = opts.prepare()?;
     if !topology.is_numa() {
         eprintln!(
             "rondpoint: this machine has a single NUMA node: there is nothing to manage; running \
@@ -123,23 +146,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     }
 
     let stop = signals::install()?;
-    let live = LiveConfig {
-        sysfs_root: args.sysfs_root.clone(),
-        ..LiveConfig::default()
-    };
     let machine = LinuxMachine::to_launch(RealSys::new(), topology, live, args.command.clone());
-    let engine = EngineConfig {
-        epoch_ns: args.epoch_ms * 1_000_000,
-        time_limit_ns: None,
-        limits: RateLimits {
-            max_pages_per_epoch: Some(args.max_pages_per_epoch),
-            max_bytes_per_epoch: Some(args.max_mb_per_epoch.saturating_mul(1 << 20)),
-        },
-    };
     let started = Instant::now();
-    let progress = std::io::stderr().is_terminal() && !args.json;
-    let label = args.policy.clone();
-    let mut on_epoch = |r: &rondpoint_engine::EpochReport<'_>| {
+    let progress = std::io::stderr().is_terminal() && !opts.json;
+    let label = &opts.policy;
+    let on_epoch = |r: &rondpoint_engine::EpochReport<'_>| {
         if progress {
             let done = r.outcomes.iter().map(|o| o.pages_done).sum::<u64>();
             eprint!(
@@ -152,63 +163,30 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     };
     // SIGINT/SIGTERM: pass SIGTERM on to the program once, and keep managing until it ends,
     // so that the report is complete and the exit status is the program's.
-    let term = signal_hook::consts::SIGTERM;
-    let mut clock = WallClock::new();
-    let (acct, mut machine) = if args.dry_run {
-        let forward = move |m: &mut DryRun<LinuxMachine<RealSys>>| {
-            let _ = rondpoint_linux::machine::stop(m.inner_mut(), term);
-        };
-        let mut m = Signalled::new(DryRun::new(machine), stop, forward, false);
-        let acct =
-            rondpoint_engine::run(&mut m, policy.as_mut(), &mut clock, &engine, &mut on_epoch)?;
-        (acct, m.inner.into_inner())
-    } else {
-        let forward = move |m: &mut LinuxMachine<RealSys>| {
-            let _ = rondpoint_linux::machine::stop(m, term);
-        };
-        let mut m = Signalled::new(machine, stop, forward, false);
-        let acct =
-            rondpoint_engine::run(&mut m, policy.as_mut(), &mut clock, &engine, &mut on_epoch)?;
-        (acct, m.inner)
+    let forward = |m: &mut LinuxMachine<RealSys>| {
+        let _ = rondpoint_linux::machine::stop(m, signal_hook::consts::SIGTERM);
     };
+    let (acct, mut machine) = drive(
+        machine,
+        opts.dry_run,
+        stop,
+        forward,
+        false,
+        policy.as_mut(),
+        &engine,
+        on_epoch,
+    )?;
     if progress {
         eprintln!();
     }
-    let (cpu_ns, rss) = machine.own_usage();
-    let mut notes = Vec::new();
-    if let Some(e) = &machine.signals().sampler_error {
-        notes.push(format!("no samples: {e}"));
-    }
-    if machine.signals().numa_balancing != Some(1) {
-        notes.push(
-            "kernel.numa_balancing is not 1: only first-touch page faults were sampled, so \
-             later accesses were not seen (set it to 1 to sample NUMA hinting faults)"
-                .into(),
-        );
-    }
-    let report = RunReport {
-        command: args
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        policy: args.policy.clone(),
-        dry_run: args.dry_run,
-        exit: describe(machine.exit_status()),
-        wall_s: started.elapsed().as_secs_f64(),
-        epochs: acct.epochs,
-        signals: machine.signals().clone(),
-        stats: machine.stats().clone(),
-        actions: acct,
-        rondpoint_cpu_s: cpu_ns as f64 / 1e9,
-        rondpoint_peak_rss_bytes: rss,
-        notes,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        eprint!("{}", render(&report));
-    }
+    let command = args
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let exit = describe(machine.exit_status());
+    RunReport::new(opts, command, exit, started, acct, &mut machine, Vec::new())
+        .print(opts.json)?;
     Ok(exit_code(machine.exit_status()))
 }
 

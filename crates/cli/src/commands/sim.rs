@@ -1,5 +1,6 @@
 //! `rondpoint sim`: run policies on simulated machines, side by side.
 
+use crate::commands::options::PolicyOptions;
 use crate::format;
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -9,7 +10,6 @@ use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, presets};
 use serde::Serialize;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -52,15 +52,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
 
-    /// Policy parameters: a TOML file with one table per policy ([carrefour], [autonuma], ...);
-    /// every parameter and its default is documented in docs/policies.md.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-
-    /// Carrefour's mechanisms to enable, comma-separated: replication, interleaving,
-    /// co-location (the ablation of the Carrefour paper's Table 4). Default: all three.
-    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
-    techniques: Vec<String>,
+    #[command(flatten)]
+    policy_options: PolicyOptions,
 
     /// Policy epoch (simulated milliseconds).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
@@ -117,7 +110,7 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     }
     let preset = presets::machine(machine_name)?;
     let spec = MachineSpec::from_preset(&preset)?;
-    let config = policy_config(args.config.as_deref(), &args.techniques)?;
+    let config = args.policy_options.config()?;
     let mut policies: Vec<String> = Vec::new();
     for p in &args.policy {
         if p == "all" {
@@ -189,48 +182,6 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         print!("{}", render_table(&results));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The policy configuration from `--config` and `--techniques`.
-pub fn policy_config(
-    file: Option<&std::path::Path>,
-    techniques: &[String],
-) -> Result<rondpoint_policy::PolicyConfig> {
-    let mut config = match file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading policy configuration {}", path.display()))?;
-            let config = rondpoint_policy::PolicyConfig::from_toml(&text)
-                .with_context(|| format!("in policy configuration {}", path.display()))?;
-            config
-                .check()
-                .with_context(|| format!("in policy configuration {}", path.display()))?;
-            config
-        }
-        None => rondpoint_policy::PolicyConfig::default(),
-    };
-    if !techniques.is_empty() {
-        const VALID: [&str; 3] = ["replication", "interleaving", "co-location"];
-        for t in techniques {
-            if !VALID.contains(&t.as_str()) {
-                bail!(
-                    "unknown technique '{t}'; valid techniques: {}",
-                    VALID.join(", ")
-                );
-            }
-        }
-        config.set(
-            "carrefour",
-            "techniques",
-            toml::Value::Array(
-                techniques
-                    .iter()
-                    .map(|t| toml::Value::String(t.clone()))
-                    .collect(),
-            ),
-        );
-    }
-    Ok(config)
 }
 
 /// The comparison table.
