@@ -27,6 +27,15 @@ use thiserror::Error;
 /// (region, block, share of the thread's accesses) triples.
 type BlockShares = Vec<(usize, usize, f64)>;
 
+/// The weight `blocks` give block `b` of region `ri`.
+fn share_of(blocks: &BlockShares, ri: usize, b: usize) -> f64 {
+    blocks
+        .iter()
+        .filter(|&&(r, bb, _)| r == ri && bb == b)
+        .map(|x| x.2)
+        .sum()
+}
+
 /// Bytes of one cache line.
 const LINE: f64 = 64.0;
 /// Header bytes of a request or response message on a link (HyperTransport/UPI packets carry
@@ -451,6 +460,23 @@ impl SimMachine {
         shares
     }
 
+    /// The threads of app `ai` that run now, each with the blocks it uses (see
+    /// [`Self::blocks_of`]); `None` while the app has not started or once it has finished.
+    fn running_blocks(&self, ai: usize) -> Option<Vec<(usize, BlockShares)>> {
+        let app = &self.apps[ai];
+        if !app.allocated || app.done_ns.is_some() {
+            return None;
+        }
+        let runners = app
+            .threads
+            .iter()
+            .copied()
+            .filter(|&t| self.threads[t].done_ns.is_none())
+            .map(|t| (t, self.blocks_of(t, &self.current_shares(t))))
+            .collect();
+        Some(runners)
+    }
+
     /// (region, block, weight) triples of a thread's accesses.
     fn blocks_of(&self, t: usize, shares: &[f64]) -> BlockShares {
         let th = &self.threads[t];
@@ -852,21 +878,7 @@ impl SimMachine {
         let period_ns = scan.period_ms as f64 * 1e6;
         let f = self.spec.cycles_per_ns();
         for ai in 0..self.apps.len() {
-            if !self.apps[ai].allocated || self.apps[ai].done_ns.is_some() {
-                continue;
-            }
-            // Per running thread: its DRAM access rate and the blocks it uses.
-            type Runner = (usize, f64, BlockShares);
-            let runners: Vec<Runner> = self.apps[ai]
-                .threads
-                .iter()
-                .copied()
-                .filter(|&t| self.threads[t].done_ns.is_none())
-                .map(|t| {
-                    let shares = self.current_shares(t);
-                    (t, self.threads[t].llc_pressure, self.blocks_of(t, &shares))
-                })
-                .collect();
+            let runners = self.running_blocks(ai).unwrap_or_default();
             if runners.is_empty() {
                 continue;
             }
@@ -903,13 +915,8 @@ impl SimMachine {
                     continue;
                 }
                 let mut sum = 0.0;
-                for (k, (_, rate, blocks)) in runners.iter().enumerate() {
-                    let share: f64 = blocks
-                        .iter()
-                        .filter(|&&(r, bb, _)| r == ri && bb == b)
-                        .map(|x| x.2)
-                        .sum();
-                    rates[k] = rate * share * w;
+                for (k, (t, blocks)) in runners.iter().enumerate() {
+                    rates[k] = self.threads[*t].llc_pressure * share_of(blocks, ri, b) * w;
                     sum += rates[k];
                 }
                 if sum <= 0.0 || self.rng.random::<f64>() >= 1.0 - (-sum * period_ns).exp() {
@@ -1016,20 +1023,10 @@ impl SimMachine {
     fn truth(&self, _duration_ns: f64) -> Vec<AccessTruth> {
         let n = self.spec.nodes();
         let mut out = Vec::new();
-        for app in &self.apps {
-            if !app.allocated || app.done_ns.is_some() {
+        for (ai, app) in self.apps.iter().enumerate() {
+            let Some(runners) = self.running_blocks(ai) else {
                 continue;
-            }
-            let runners: Vec<(usize, BlockShares)> = app
-                .threads
-                .iter()
-                .copied()
-                .filter(|&t| self.threads[t].done_ns.is_none())
-                .map(|t| {
-                    let shares = self.current_shares(t);
-                    (t, self.blocks_of(t, &shares))
-                })
-                .collect();
+            };
             for (ri, region) in app.regions.iter().enumerate() {
                 for b in 0..region.blocks() {
                     let (start, end) = region.block_range(b);
@@ -1038,13 +1035,8 @@ impl SimMachine {
                     }
                     let mut rates = vec![0.0; n];
                     for (t, blocks) in &runners {
-                        let share: f64 = blocks
-                            .iter()
-                            .filter(|&&(r, bb, _)| r == ri && bb == b)
-                            .map(|x| x.2)
-                            .sum();
                         rates[self.node_of_thread(*t)] +=
-                            self.threads[*t].llc_pressure * share * 1e9;
+                            self.threads[*t].llc_pressure * share_of(blocks, ri, b) * 1e9;
                     }
                     let mut pages = vec![0u64; n];
                     for p in start..end {
