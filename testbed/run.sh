@@ -113,7 +113,11 @@ for meta in $kernels; do
     fi
     grep -a -E '^(ok|FAIL) ' "$log" | sed "s/^/  [$name] /" >&2 || true
     grep -a -E '^bench ' "$log" | tr -d '\r' | sed "s/^/  [$name] /" >&2 || true
-    if ! echo "$result" | grep -q ' 0 failed'; then
+    if echo "$result" | grep -q '^TESTBED: 0 passed, 0 failed' && [ "${CHECKS:-all}" != bench ]; then
+        say "$name: no check ran (CHECKS=${CHECKS:-all}); guest log:"
+        cat -v "$log" >&2
+        failed=1
+    elif ! echo "$result" | grep -q ' 0 failed'; then
         say "$name: $result; guest log:"
         cat -v "$log" >&2
         failed=1

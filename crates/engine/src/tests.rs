@@ -35,6 +35,7 @@ impl Machine for Fake {
             comm: "x".into(),
             threads: vec![],
             resident_bytes_by_node: vec![],
+            mapping_policies: Vec::new(),
         }]
     }
     fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {

@@ -19,8 +19,8 @@ use crate::sys::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, S
 use crate::thp::{self, ThpMapping};
 use rondpoint_engine::Machine;
 use rondpoint_model::{
-    AccessKind, Action, CounterGroup, Counters, Estimate, MemPolicy, NodeCounters, NodeId,
-    NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample, SampleSource,
+    AccessKind, Action, CounterGroup, Counters, Estimate, MappingPolicy, MemPolicy, NodeCounters,
+    NodeId, NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample, SampleSource,
     SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -103,11 +103,22 @@ impl Default for LiveConfig {
 /// Per-process sampling state.
 #[derive(Debug)]
 struct Sampler {
-    /// One inherited event per (process, CPU).
-    fds: BTreeMap<(Pid, u32), PerfFd>,
+    /// Per process: one inherited event per CPU, following the process's main thread and
+    /// every thread created after it was opened; and one event per thread that already
+    /// existed then (an inherited event does not reach threads that exist when it opens).
+    fds: BTreeMap<(Pid, SamplerTarget), PerfFd>,
     format: SampleFormat,
     buffer: Vec<u8>,
     lost: u64,
+}
+
+/// What one sampler event follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum SamplerTarget {
+    /// The process's main thread and its future threads, on one CPU.
+    Cpu(u32),
+    /// One thread that existed when the process's sampler opened, on every CPU.
+    Thread(Tid),
 }
 
 /// Everything the report needs, accumulated over the run.
@@ -374,7 +385,7 @@ impl<S: Sys> LinuxMachine<S> {
             for &cpu in &cpus {
                 match self.sys.perf_open(&attr, pid, cpu as i32) {
                     Ok(fd) => {
-                        sampler.fds.insert((pid, cpu), fd);
+                        sampler.fds.insert((pid, SamplerTarget::Cpu(cpu)), fd);
                         opened += 1;
                     }
                     Err(e) if e == Errno::ESRCH => break,
@@ -388,6 +399,25 @@ impl<S: Sys> LinuxMachine<S> {
                 }
             }
             if opened > 0 {
+                // Threads that exist now may predate the inherited events, which then miss
+                // them: each gets its own event, and the inherited events' samples of those
+                // threads are dropped (collect_samples) so that none counts twice. A
+                // per-thread event may follow its thread on every CPU because it is not
+                // inherited (perf_mmap refuses only inherited events without a CPU).
+                let per_thread = PerfAttr {
+                    inherit: false,
+                    ..attr.clone()
+                };
+                let existing: Vec<Tid> = self
+                    .proc
+                    .threads(pid)
+                    .map(|ts| ts.into_iter().map(|t| t.tid).collect())
+                    .unwrap_or_default();
+                for &tid in existing.iter().filter(|t| t.0 != pid.0) {
+                    if let Ok(fd) = self.sys.perf_open(&per_thread, Pid(tid.0), -1) {
+                        sampler.fds.insert((pid, SamplerTarget::Thread(tid)), fd);
+                    }
+                }
                 self.signals.sampler = Some(
                     "page faults (first touches; NUMA hinting faults when kernel.numa_balancing=1)"
                         .into(),
@@ -412,7 +442,15 @@ impl<S: Sys> LinuxMachine<S> {
         };
         let mut raw = Vec::new();
         let mut closed = Vec::new();
-        for (&(pid, _), &fd) in &sampler.fds {
+        let own_event: BTreeSet<(Pid, u32)> = sampler
+            .fds
+            .keys()
+            .filter_map(|&(p, t)| match t {
+                SamplerTarget::Thread(tid) => Some((p, tid.0 as u32)),
+                SamplerTarget::Cpu(_) => None,
+            })
+            .collect();
+        for (&(pid, target), &fd) in &sampler.fds {
             sampler.buffer.clear();
             if self.sys.perf_drain(fd, &mut sampler.buffer).is_err() {
                 continue;
@@ -421,7 +459,13 @@ impl<S: Sys> LinuxMachine<S> {
                 Ok((records, _)) => {
                     for r in records {
                         match r {
-                            Record::Sample(s) => raw.push((pid, s)),
+                            Record::Sample(s) => {
+                                let shadowed = matches!(target, SamplerTarget::Cpu(_))
+                                    && s.tid.is_some_and(|t| own_event.contains(&(pid, t)));
+                                if !shadowed {
+                                    raw.push((pid, s));
+                                }
+                            }
                             Record::Lost { lost, .. } => sampler.lost += lost,
                             _ => {}
                         }
@@ -431,7 +475,7 @@ impl<S: Sys> LinuxMachine<S> {
             }
         }
         // Stop sampling processes that are gone.
-        let gone: Vec<(Pid, u32)> = sampler
+        let gone: Vec<(Pid, SamplerTarget)> = sampler
             .fds
             .keys()
             .copied()
@@ -651,6 +695,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 comm: "(about to start)".into(),
                 threads: Vec::new(),
                 resident_bytes_by_node: vec![0; self.topology.len()],
+                mapping_policies: Vec::new(),
             }];
         }
         self.managed
@@ -673,13 +718,25 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                     })
                     .collect();
                 let mut resident = vec![0u64; self.topology.len()];
+                let mut mapping_policies = Vec::new();
                 if let Ok(Some(maps)) = self.proc.numa_maps(pid) {
-                    for m in maps {
+                    for (k, m) in maps.iter().enumerate() {
                         let page_bytes = m.page_size_kb.max(4) * 1024;
                         for (node, pages) in &m.pages_by_node {
                             if let Some(i) = self.topology.index_of(*node) {
                                 resident[i] += pages * page_bytes;
                             }
+                        }
+                        // numa_maps gives only starts; a mapping ends at most where the next
+                        // begins (addresses in between are unmapped and never sampled).
+                        if let Some((mode, nodes, numa_balancing)) = m.explicit_policy() {
+                            mapping_policies.push(MappingPolicy {
+                                start: m.start,
+                                end: maps.get(k + 1).map_or(u64::MAX, |n| n.start),
+                                mode,
+                                nodes,
+                                numa_balancing,
+                            });
                         }
                     }
                 }
@@ -688,6 +745,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                     comm,
                     threads,
                     resident_bytes_by_node: resident,
+                    mapping_policies,
                 })
             })
             .collect()

@@ -63,9 +63,11 @@ fn manages_the_selected_process_and_its_descendants_only() {
 }
 
 #[test]
-fn sampling_opens_one_inherited_event_per_cpu_for_each_managed_process() {
+fn sampling_opens_inherited_events_per_cpu_and_one_event_per_existing_thread() {
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[])
+        .with_process(4243, &[]) // memhog's threads, alive to the fake kernel
+        .with_process(4244, &[])
         .with_process(4250, &[])
         .with_process(5000, &[]);
     let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
@@ -79,11 +81,13 @@ fn sampling_opens_one_inherited_event_per_cpu_for_each_managed_process() {
             _ => None,
         })
         .collect();
-    // 16 CPUs for each of the three live processes; 4260 has exited: its first open says
-    // ESRCH and its other CPUs are not tried.
-    assert_eq!(opens.len(), 16 * 3 + 1, "{opens:?}");
-    assert!(opens.iter().all(|o| o.2));
+    // 16 inherited CPU events for each of the three live processes, then one event on every
+    // CPU for each thread memhog already had (4243 and 4244, which inherited events would
+    // miss; its thread 4246 has exited); 4260 has exited: its first open says ESRCH and its other CPUs are not tried.
+    assert_eq!(opens.len(), 16 * 3 + 2 + 1, "{opens:?}");
     assert_eq!(&opens[..2], &[(MEMHOG.0, 0, true), (MEMHOG.0, 1, true)]);
+    assert_eq!(&opens[16..18], &[(4243, -1, false), (4244, -1, false)]);
+    assert_eq!(opens.iter().filter(|o| o.2).count(), 16 * 3 + 1);
     // Asking again opens nothing new; asking for no samples closes everything.
     let opened = m.sys().calls_named("perf_open").len();
     m.set_sampling(&sampling());
@@ -93,7 +97,31 @@ fn sampling_opens_one_inherited_event_per_cpu_for_each_managed_process() {
         "only 4260 is retried"
     );
     m.set_sampling(&SamplingRequest::NONE);
-    assert_eq!(m.sys().calls_named("perf_close").len(), 48);
+    assert_eq!(m.sys().calls_named("perf_close").len(), 48 + 2);
+}
+
+#[test]
+fn a_thread_with_its_own_event_is_not_counted_twice() {
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[(HEAP, 1)])
+        .with_process(4244, &[]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    m.set_sampling(&sampling());
+    // fds 100-115: memhog's CPU events; 116: thread 4243's own event, refused (the fake knows
+    // no such task), so none; 116 is 4244's. The same fault of 4244 reaches both its own
+    // event and the CPU event; a fault of 4243 only the CPU event.
+    let opens = m.sys().calls_named("perf_open");
+    assert_eq!(opens.len(), 16 + 2 + 3, "the children are refused");
+    let mut cpu_ring = record(4242, 4244, HEAP + 0x10, 9);
+    cpu_ring.extend(record(4242, 4243, HEAP + 0x20, 1));
+    m.sys.ring_bytes.insert(109, cpu_ring);
+    m.sys
+        .ring_bytes
+        .insert(116, record(4242, 4244, HEAP + 0x10, 9));
+    let obs = m.observe(0).unwrap();
+    let tids: Vec<i32> = obs.samples.iter().map(|s| s.tid.0).collect();
+    assert_eq!(tids.len(), 2, "{tids:?}");
+    assert!(tids.contains(&4243) && tids.contains(&4244));
 }
 
 #[test]

@@ -15,7 +15,7 @@
 //! Malformed content is an error naming the file. Per-process files are decoded lossily: a
 //! command name or a mapped file name is bytes, not necessarily UTF-8.
 
-use rondpoint_model::{CpuId, NodeId, Pid, Tid, cpulist};
+use rondpoint_model::{CpuId, NodeId, Pid, PolicyMode, Tid, cpulist};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io;
@@ -105,6 +105,13 @@ pub struct NumaMapping {
 }
 
 impl NumaMapping {
+    /// The mapping's explicit memory policy as (mode, nodes, MPOL_F_NUMA_BALANCING), or `None`
+    /// for `default` and for a policy string this parser does not know (a newer kernel's mode),
+    /// which is then treated like the default.
+    pub fn explicit_policy(&self) -> Option<(PolicyMode, Vec<NodeId>, bool)> {
+        parse_policy(&self.policy)
+    }
+
     /// Resident pages on all nodes.
     pub fn pages(&self) -> u64 {
         let counts = self.pages_by_node.iter().map(|&(_, n)| n);
@@ -559,6 +566,31 @@ fn stat_field<T: FromStr>(rest: &[&str], n: usize, name: &str) -> Result<T, Stri
 /// be split on whitespace.
 const SPACED_POLICIES: [&str; 2] = ["weighted interleave", "prefer (many)"];
 
+/// Parses `mpol_to_str` output: `mode[=flags][:nodes]`, flags being `static`, `relative` and
+/// `balancing` joined by `|`.
+fn parse_policy(text: &str) -> Option<(PolicyMode, Vec<NodeId>, bool)> {
+    let (head, nodes) = text.split_once(':').unwrap_or((text, ""));
+    let (mode, flags) = head.split_once('=').unwrap_or((head, ""));
+    let mode = match mode {
+        "prefer" => PolicyMode::Prefer,
+        "bind" => PolicyMode::Bind,
+        "interleave" => PolicyMode::Interleave,
+        "weighted interleave" => PolicyMode::WeightedInterleave,
+        "local" => PolicyMode::Local,
+        "prefer (many)" => PolicyMode::PreferMany,
+        _ => return None, // "default", or a mode newer than this parser
+    };
+    let nodes = if nodes.is_empty() {
+        Vec::new()
+    } else {
+        let list = cpulist::parse(nodes).ok()?;
+        list.into_iter()
+            .filter_map(|n| u16::try_from(n).ok().map(NodeId))
+            .collect()
+    };
+    Some((mode, nodes, flags.split('|').any(|f| f == "balancing")))
+}
+
 fn parse_numa_line(line: &str) -> Result<NumaMapping, String> {
     let line = line.trim();
     let (addr, rest) = line.split_once(' ').unwrap_or((line, ""));
@@ -651,4 +683,33 @@ fn sum_anon_huge(path: &Path, text: &str) -> Result<u64, ProcError> {
         kb = kb.saturating_add(n);
     }
     Ok(kb.saturating_mul(1024))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_strings_with_flags() {
+        let n = |v: &[u16]| v.iter().map(|&x| NodeId(x)).collect::<Vec<_>>();
+        assert_eq!(parse_policy("default"), None);
+        assert_eq!(
+            parse_policy("bind=balancing:1,3"),
+            Some((PolicyMode::Bind, n(&[1, 3]), true))
+        );
+        assert_eq!(
+            parse_policy("bind=static|balancing:0-2"),
+            Some((PolicyMode::Bind, n(&[0, 1, 2]), true))
+        );
+        assert_eq!(
+            parse_policy("prefer (many)=relative:2"),
+            Some((PolicyMode::PreferMany, n(&[2]), false))
+        );
+        assert_eq!(
+            parse_policy("local"),
+            Some((PolicyMode::Local, vec![], false))
+        );
+        assert_eq!(parse_policy("interleave:0-x"), None);
+        assert_eq!(parse_policy("tiered:0-3"), None);
+    }
 }

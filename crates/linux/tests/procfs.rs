@@ -6,7 +6,7 @@
 use rondpoint_linux::procfs::{
     NumaMapping, NumaVmstat, ProcError, ProcRoot, TaskStat, ThreadSnapshot, glob_match,
 };
-use rondpoint_model::{CpuId, NodeId, Pid, Tid};
+use rondpoint_model::{CpuId, NodeId, Pid, PolicyMode, Tid};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -276,6 +276,25 @@ fn numa_maps_of_memhog() {
     let many = m(0x7f1a_5200_0000);
     assert_eq!(many.policy, "prefer (many):1-2");
     assert_eq!((many.anon_pages, many.pages()), (512, 512));
+    // The same, as policies rondpoint acts on.
+    let ids = |v: &[u16]| v.iter().map(|&n| NodeId(n)).collect::<Vec<_>>();
+    assert_eq!(m(0x7f1a_0000_0000).explicit_policy(), None);
+    assert_eq!(
+        interleaved.explicit_policy(),
+        Some((PolicyMode::Interleave, ids(&[0, 1, 2, 3]), false))
+    );
+    assert_eq!(
+        m(0x7f1a_5000_0000).explicit_policy(),
+        Some((PolicyMode::Bind, ids(&[2, 3]), false))
+    );
+    assert_eq!(
+        weighted.explicit_policy(),
+        Some((PolicyMode::WeightedInterleave, ids(&[0, 1, 2, 3]), false))
+    );
+    assert_eq!(
+        many.explicit_policy(),
+        Some((PolicyMode::PreferMany, ids(&[1, 2]), false))
+    );
     // hugetlbfs: counts in huge pages.
     assert_eq!(
         m(0x7f1a_6000_0000),
@@ -294,6 +313,10 @@ fn numa_maps_of_memhog() {
     // A shared file with a space in its name, preferred on node 3.
     let shm = m(0x7f1a_8000_0000);
     assert_eq!(shm.policy, "prefer:3");
+    assert_eq!(
+        shm.explicit_policy(),
+        Some((PolicyMode::Prefer, vec![NodeId(3)], false))
+    );
     assert_eq!(shm.file.as_deref(), Some("/dev/shm/memhog buf"));
     assert_eq!(
         (shm.anon, shm.pages_by_node.clone()),

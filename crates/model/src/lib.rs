@@ -19,7 +19,10 @@ pub mod topology;
 pub use action::{Action, MemPolicy, Outcome, OutcomeStatus};
 pub use counters::{CounterGroup, Counters, Estimate, LinkCounters, NodeCounters, ThreadCounters};
 pub use ids::{CpuId, NodeId, Pid, Tid};
-pub use observation::{AccessTruth, Collapse, NodeMemory, Observation, ProcessInfo, ThreadInfo};
+pub use observation::{
+    AccessTruth, Collapse, MappingPolicy, NodeMemory, Observation, PolicyMode, ProcessInfo,
+    ThreadInfo,
+};
 pub use page::{PageRange, PageSize};
 pub use sample::{AccessKind, Sample, SampleSource};
 pub use sampling::{HintingScan, SamplingRequest};

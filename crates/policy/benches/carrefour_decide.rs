@@ -89,6 +89,7 @@ fn observation(seed: u64) -> Observation {
                 })
                 .collect(),
             resident_bytes_by_node: vec![],
+            mapping_policies: Vec::new(),
         }],
         ..Observation::default()
     }

@@ -5,7 +5,9 @@
 //! revoked page reports which node touched it. Each epoch, after kernel/sched/fair.c:
 //! - **Memory follows tasks** (`should_numa_migrate_memory`, the `last_cpupid` two-stage
 //!   filter): a page migrates to the faulting node when two consecutive hinting faults on it
-//!   come from that node and it is not there already; adjacent pages going to one node form one
+//!   come from that node and it is not there already, and its mapping has no explicit memory
+//!   policy (`mpol_misplaced` leaves pages under mbind/set_mempolicy policies where they are,
+//!   unless MPOL_F_NUMA_BALANCING allows the faulting node: [`rondpoint_model::MappingPolicy`]); adjacent pages going to one node form one
 //!   range. No migration to a node whose free memory (minus this epoch's earlier migrations)
 //!   cannot take the page: Linux's `migrate_balanced_pgdat`, and 004's "AutoNUMA does not move
 //!   pages on the fully allocated node".
@@ -30,8 +32,8 @@
 
 use crate::Policy;
 use rondpoint_model::{
-    Action, CpuId, HintingScan, NodeId, Observation, PageRange, PageSize, Pid, SampleSource,
-    SamplingRequest, ThreadInfo, Tid, Topology,
+    Action, CpuId, HintingScan, NodeId, Observation, PageRange, PageSize, Pid, ProcessInfo,
+    SampleSource, SamplingRequest, ThreadInfo, Tid, Topology,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -301,6 +303,8 @@ impl Policy for AutoNuma {
         }
         // Page -> (node it was on, node it goes to) for this epoch's migrations.
         let mut planned: BTreeMap<PageKey, (Option<NodeId>, NodeId)> = BTreeMap::new();
+        let processes: HashMap<Pid, &ProcessInfo> =
+            observation.processes.iter().map(|p| (p.pid, p)).collect();
         for s in &observation.samples {
             let Some(ni) = topology.index_of(s.node) else {
                 continue;
@@ -316,7 +320,13 @@ impl Policy for AutoNuma {
                 None => {}
             }
             let mut now_home = home;
-            if self.swap_last_node(key, s.node) == Some(s.node) && home != Some(s.node) {
+            // An explicit memory policy keeps the page where it is (`mpol_misplaced`), unless
+            // it was set with MPOL_F_NUMA_BALANCING and the faulting node is one of its nodes.
+            let movable = processes
+                .get(&s.pid)
+                .and_then(|p| p.policy_at(s.addr))
+                .is_none_or(|m| m.allows_fault_migration_to(s.node));
+            if movable && self.swap_last_node(key, s.node) == Some(s.node) && home != Some(s.node) {
                 let bytes = s.page_size.bytes();
                 if free[ni].is_none_or(|f| f >= bytes) {
                     if let Some(f) = free[ni].as_mut() {
@@ -430,6 +440,7 @@ mod tests {
             comm: "app".into(),
             threads,
             resident_bytes_by_node: vec![],
+            mapping_policies: Vec::new(),
         }];
         o
     }
@@ -570,5 +581,63 @@ mod tests {
         s2.extend((0..4).map(|i| fault(3, 2, 0x10_0000 + i * 4096, 0)));
         let o = with_threads(obs(1, s2), &[(1, 0), (2, 4), (3, 5)]);
         assert_eq!(a.decide(&t, &o), vec![pin(1, 5), pin(3, 0)]);
+    }
+
+    #[test]
+    fn bound_memory_stays_and_pulls_its_thread() {
+        use rondpoint_model::{MappingPolicy, PolicyMode};
+        let t = topo();
+        let bound = |balancing: bool| MappingPolicy {
+            start: 0,
+            end: 0x10_0000,
+            mode: PolicyMode::Bind,
+            nodes: vec![NodeId(1), NodeId(2)],
+            numa_balancing: balancing,
+        };
+        let faults = |e: u64| (0..4).map(move |i| fault(1, 0, (e * 4 + i) % 8 * 4096, 2));
+        let with_policy = |o: Observation, m: MappingPolicy| {
+            let mut o = with_threads(o, &[(1, 0)]);
+            o.processes[0].mapping_policies = vec![m];
+            o
+        };
+        // Bound to nodes 1-2 (no MPOL_F_NUMA_BALANCING): the twice-faulted pages stay on node
+        // 2, so the thread's faults count there and the thread goes to node 2. Without the
+        // policy, the same faults bring the pages to node 0 instead.
+        let migrations = |x: &[Action]| {
+            x.iter()
+                .filter(|a| matches!(a, Action::MigratePages { .. }))
+                .count()
+        };
+        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let first = a.decide(&t, &with_policy(obs(0, faults(0).collect()), bound(false)));
+        assert_eq!(first, vec![pin(1, 4)]);
+        let second = a.decide(&t, &with_policy(obs(1, faults(2).collect()), bound(false)));
+        assert_eq!(migrations(&second), 0);
+        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        a.decide(&t, &with_threads(obs(0, faults(0).collect()), &[(1, 0)]));
+        let o = with_threads(obs(1, faults(2).collect()), &[(1, 0)]);
+        assert_eq!(migrations(&a.decide(&t, &o)), 1);
+        // With the flag, pages move only toward a faulting node among the policy's: node 0 is
+        // not, node 1 is.
+        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        a.decide(&t, &with_policy(obs(0, faults(0).collect()), bound(true)));
+        let o = with_policy(obs(1, faults(2).collect()), bound(true));
+        assert!(
+            a.decide(&t, &o)
+                .iter()
+                .all(|x| matches!(x, Action::PinThread { .. }))
+        );
+        let from1 = |e: u64| {
+            (0..2)
+                .map(move |_| fault(1, 1, e * 4096, 2))
+                .collect::<Vec<_>>()
+        };
+        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let o = with_policy(obs(0, from1(9)), bound(true));
+        assert_eq!(a.decide(&t, &o), vec![migrate(9 * 4096, 1, 1)]);
+        // Outside the bound range, the usual rule.
+        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let o = with_policy(obs(0, from1(0x200)), bound(false));
+        assert_eq!(a.decide(&t, &o), vec![migrate(0x200 * 4096, 1, 1)]);
     }
 }

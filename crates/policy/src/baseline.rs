@@ -63,6 +63,7 @@ mod tests {
             comm: "app".into(),
             threads: Vec::new(),
             resident_bytes_by_node: Vec::new(),
+            mapping_policies: Vec::new(),
         }
     }
 

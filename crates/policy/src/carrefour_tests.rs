@@ -114,6 +114,7 @@ fn observe(e: Epoch) -> Observation {
                 })
                 .collect(),
             resident_bytes_by_node: vec![],
+            mapping_policies: Vec::new(),
         }],
         collapses: e.collapses,
         ..Observation::default()

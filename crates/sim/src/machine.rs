@@ -18,9 +18,9 @@ use rand_pcg::Pcg64Mcg;
 use rondpoint_engine::Machine;
 use rondpoint_model::{
     AccessKind, AccessTruth, Action, Collapse, Counters, CpuId, HintingScan, LinkCounters,
-    MemPolicy, NodeCounters, NodeId, NodeMemory, Observation, Outcome, OutcomeStatus, PageRange,
-    PageSize, Pid, ProcessInfo, Sample, SampleSource, SamplingRequest, ThreadCounters, ThreadInfo,
-    Tid, Topology,
+    MappingPolicy, MemPolicy, NodeCounters, NodeId, NodeMemory, Observation, Outcome,
+    OutcomeStatus, PageRange, PageSize, Pid, PolicyMode, ProcessInfo, Sample, SampleSource,
+    SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use thiserror::Error;
 
@@ -878,6 +878,11 @@ impl SimMachine {
         let period_ns = scan.period_ms as f64 * 1e6;
         let f = self.spec.cycles_per_ns();
         for ai in 0..self.apps.len() {
+            // Linux's scanner (`task_numa_work`) skips mappings whose policy lacks MPOL_F_MOF:
+            // every explicit policy set here, since the sim has no MPOL_F_NUMA_BALANCING.
+            if self.apps[ai].mempolicy != MemPolicy::Default {
+                continue;
+            }
             let runners = self.running_blocks(ai).unwrap_or_default();
             if runners.is_empty() {
                 continue;
@@ -1484,6 +1489,30 @@ fn zipf_rank(rng: &mut Pcg64Mcg, n: u64, s: f64) -> u64 {
     (x.max(0.0) as u64).min(n - 1)
 }
 
+/// An application's memory policy as the mapping policies a kernel would list (the sim sets one
+/// policy per application, at launch, so it covers every region; none for the default).
+fn mapping_policies(p: &MemPolicy, regions: &[Region]) -> Vec<MappingPolicy> {
+    let mode = match p {
+        MemPolicy::Default => return Vec::new(),
+        MemPolicy::Bind { .. } => PolicyMode::Bind,
+        MemPolicy::Interleave { .. } => PolicyMode::Interleave,
+        MemPolicy::PreferredMany { .. } => PolicyMode::PreferMany,
+        MemPolicy::WeightedInterleave { .. } => PolicyMode::WeightedInterleave,
+    };
+    let mut out: Vec<MappingPolicy> = regions
+        .iter()
+        .map(|r| MappingPolicy {
+            start: r.base,
+            end: r.base + r.bytes(),
+            mode,
+            nodes: policy_nodes(p),
+            numa_balancing: false,
+        })
+        .collect();
+    out.sort_by_key(|m| m.start);
+    out
+}
+
 fn policy_nodes(p: &MemPolicy) -> Vec<NodeId> {
     match p {
         MemPolicy::Default => vec![],
@@ -1771,6 +1800,7 @@ impl Machine for SimMachine {
                         })
                         .collect(),
                     resident_bytes_by_node: resident,
+                    mapping_policies: mapping_policies(&a.mempolicy, &a.regions),
                 }
             })
             .collect()

@@ -355,9 +355,13 @@ fn pin_thread_and_move_application() {
 /// A policy that samples and remembers what it saw.
 struct Watcher {
     request: SamplingRequest,
+    /// Actions to start with (a memory policy at launch).
+    launch: Vec<Action>,
     samples: usize,
     hinting: usize,
     saw_counters: bool,
+    /// Most mapping policies seen on one process.
+    mapping_policies: usize,
 }
 
 impl Policy for Watcher {
@@ -365,9 +369,11 @@ impl Policy for Watcher {
         "watcher"
     }
     fn start(&mut self, _: &Topology, _: &[ProcessInfo]) -> Vec<Action> {
-        Vec::new()
+        self.launch.clone()
     }
     fn decide(&mut self, _: &Topology, o: &Observation) -> Vec<Action> {
+        let most = o.processes.iter().map(|p| p.mapping_policies.len()).max();
+        self.mapping_policies = self.mapping_policies.max(most.unwrap_or(0));
         self.samples += o.samples.len();
         self.hinting += o
             .samples
@@ -383,6 +389,10 @@ impl Policy for Watcher {
 }
 
 fn watch(request: SamplingRequest, seed: u64) -> (Watcher, f64, u64) {
+    watch_launched(request, seed, Vec::new())
+}
+
+fn watch_launched(request: SamplingRequest, seed: u64, launch: Vec<Action>) -> (Watcher, f64, u64) {
     let mut m = SimMachine::new(
         small(),
         &scenario(8, 64.0, "\"main\"", ""),
@@ -394,9 +404,11 @@ fn watch(request: SamplingRequest, seed: u64) -> (Watcher, f64, u64) {
     .unwrap();
     let mut w = Watcher {
         request,
+        launch,
         samples: 0,
         hinting: 0,
         saw_counters: false,
+        mapping_policies: 0,
     };
     rondpoint_engine::run(
         &mut m,
@@ -461,4 +473,16 @@ fn hinting_faults_follow_the_scan_rate() {
         w.hinting
     );
     assert!(t > t_quiet, "faults and scanning cost time");
+    assert_eq!(w.mapping_policies, 0);
+    // Under an explicit memory policy the scanner skips the application (Linux scans only
+    // mappings whose policy has MPOL_F_MOF), and the policy shows on its mappings.
+    let bind = Action::SetMemPolicy {
+        pid: Pid(1000),
+        policy: MemPolicy::Bind {
+            nodes: vec![NodeId(1)],
+        },
+    };
+    let (b, _, scanned) = watch_launched(scan, 3, vec![bind]);
+    assert_eq!((b.hinting, scanned), (0, 0));
+    assert!(b.mapping_policies > 0);
 }

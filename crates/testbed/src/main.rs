@@ -7,7 +7,7 @@
 //! ```text
 //! mgen placement buffer N0=8192 N1=0 N2=0 N3=0 huge_uniform=1
 //! mgen block 2 N0=0 N1=0 N2=1024 N3=0
-//! mgen thread 2 cpus=2
+//! mgen thread 2 N0=0 N1=0 N2=0 N3=1024 home=3 cpus=3
 //! ```
 //!
 //! The testbed's checks read these lines. CPUs are assumed numbered so that CPU i is on node i
@@ -16,7 +16,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use rondpoint_linux::actuate;
-use rondpoint_linux::sys::{RealSys, Sys};
+use rondpoint_linux::sys::{MemPolicyMode, NodeMask, RealSys, Sys};
 use rondpoint_model::{CpuId, Pid, Tid};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,10 +71,14 @@ enum Workload {
         #[arg(long, default_value_t = 0.0)]
         secs: f64,
     },
-    /// Threads first-touch their blocks on the wrong nodes (block i on node i+1) and run
-    /// unpinned; reports each thread's CPU affinity at the end.
+    /// Threads pinned to the wrong nodes, each using a block bound to another node (mbind
+    /// with MPOL_F_NUMA_BALANCING, taken by 6.1 and 6.12: NUMA balancing scans the block but moves pages
+    /// only within the policy's one node, that is never): threads 0 and 1 run on nodes 0 and
+    /// 1 with their memory on nodes 1 and 0, and thread 2 runs on node 2 with its memory on
+    /// node 3, whose CPUs are left idle. The kernel cannot move the pinned threads. Reports
+    /// each thread's CPU affinity and where its block is at the end.
     Misplaced {
-        #[arg(long, default_value_t = 16)]
+        #[arg(long, default_value_t = 12)]
         mib: usize,
         #[arg(long, default_value_t = 8.0)]
         secs: f64,
@@ -90,6 +94,7 @@ enum Workload {
 
 const PAGE: usize = 4096;
 
+#[derive(Clone, Copy)]
 struct Machine {
     nodes: usize,
     cpus_per_node: usize,
@@ -100,10 +105,6 @@ impl Machine {
         (0..self.cpus_per_node)
             .map(|k| CpuId((node * self.cpus_per_node + k) as u32))
             .collect()
-    }
-
-    fn all_cpus(&self) -> Vec<CpuId> {
-        (0..self.nodes).flat_map(|n| self.cpus_of(n)).collect()
     }
 
     /// Pins the calling thread to a node's CPUs.
@@ -270,21 +271,36 @@ fn main() -> Result<()> {
             }
         }
         Workload::Misplaced { mib, secs } => {
-            let block = (mib << 20) / m.nodes;
+            if m.nodes < 4 {
+                bail!("misplaced needs at least 4 nodes");
+            }
+            m.pin(0)?; // the main thread, so that it does not occupy node 3's CPUs
+            let block = (mib << 20) / 3;
             let mut handles = Vec::new();
-            for i in 0..m.nodes {
+            for (i, home) in [(0usize, 1usize), (1, 0), (2, 3)] {
                 let stop = Arc::clone(&stop);
-                let home = (i + 1) % m.nodes;
-                let (cpus_home, all) = (m.cpus_of(home), m.all_cpus());
+                let cpus = m.cpus_of(i);
                 handles.push(std::thread::spawn(move || -> Result<String> {
                     let mut sys = RealSys::new();
-                    // First touch on the wrong node, then run anywhere.
-                    sys.sched_setaffinity(Tid(0), &cpus_home)
-                        .map_err(|e| anyhow::anyhow!("{e}"))?;
-                    let mut buf = touched(block >> 20);
-                    sys.sched_setaffinity(Tid(0), &all)
-                        .map_err(|e| anyhow::anyhow!("{e}"))?;
-                    churn(&mut buf, &stop, 16);
+                    sys.sched_setaffinity(Tid(0), &cpus)
+                        .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
+                    let mut buf = vec![0u8; block + PAGE];
+                    let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
+                    let offset = start - buf.as_ptr() as usize;
+                    let len = (block / PAGE) * PAGE;
+                    sys.mbind(
+                        start as u64,
+                        len as u64,
+                        MemPolicyMode::Bind,
+                        &NodeMask::of([home as u16]),
+                        true,
+                    )
+                    .map_err(|e| anyhow::anyhow!("mbind to node {home}: {e}"))?;
+                    let used = &mut buf[offset..offset + len];
+                    for p in (0..len).step_by(PAGE) {
+                        used[p] = 1;
+                    }
+                    churn(used, &stop, 16);
                     let status = std::fs::read_to_string("/proc/thread-self/status")
                         .context("reading /proc/thread-self/status")?;
                     let allowed = status
@@ -293,7 +309,11 @@ fn main() -> Result<()> {
                         .unwrap_or("?")
                         .trim()
                         .to_string();
-                    Ok(format!("mgen thread {i} home={home} cpus={allowed}"))
+                    let per = m.placement(used)?;
+                    Ok(format!(
+                        "{} home={home} cpus={allowed}",
+                        line(&format!("thread {i}"), &per)
+                    ))
                 }));
             }
             run_for(secs, &stop);

@@ -24,6 +24,13 @@ pub enum Call {
         tid: Tid,
         cpus: Vec<CpuId>,
     },
+    Mbind {
+        addr: u64,
+        len: u64,
+        mode: MemPolicyMode,
+        nodes: Vec<u16>,
+        numa_balancing: bool,
+    },
     Spawn {
         argv: Vec<OsString>,
         policy: Option<(MemPolicyMode, Vec<u16>)>,
@@ -58,6 +65,7 @@ impl Call {
             Call::MovePages { .. } => "move_pages",
             Call::MigratePages { .. } => "migrate_pages",
             Call::SetAffinity { .. } => "sched_setaffinity",
+            Call::Mbind { .. } => "mbind",
             Call::Spawn { .. } => "spawn",
             Call::TryWait { .. } => "try_wait",
             Call::Kill { .. } => "kill",
@@ -199,6 +207,23 @@ impl Sys for FakeSys {
             return Err(Errno::ESRCH);
         }
         Ok(())
+    }
+
+    fn mbind(
+        &mut self,
+        addr: u64,
+        len: u64,
+        mode: MemPolicyMode,
+        nodes: &NodeMask,
+        numa_balancing: bool,
+    ) -> Result<(), Errno> {
+        self.check(Call::Mbind {
+            addr,
+            len,
+            mode,
+            nodes: nodes.nodes(),
+            numa_balancing,
+        })
     }
 
     fn spawn(

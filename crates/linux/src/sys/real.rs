@@ -12,6 +12,8 @@ use std::sync::atomic::{Ordering, fence};
 
 /// `MPOL_MF_MOVE` (include/uapi/linux/mempolicy.h): move pages owned only by the process.
 const MPOL_MF_MOVE: libc::c_int = 1 << 1;
+/// `MPOL_F_NUMA_BALANCING` (include/uapi/linux/mempolicy.h, Linux 5.12): a mode flag.
+const MPOL_F_NUMA_BALANCING: libc::c_long = 1 << 13;
 
 fn errno() -> Errno {
     Errno(
@@ -124,6 +126,43 @@ impl Sys for RealSys {
         // SAFETY: `set` is an initialised cpu_set_t of the size passed.
         let r =
             unsafe { libc::sched_setaffinity(tid.0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if r < 0 { Err(errno()) } else { Ok(()) }
+    }
+
+    fn mbind(
+        &mut self,
+        addr: u64,
+        len: u64,
+        mode: MemPolicyMode,
+        nodes: &NodeMask,
+        numa_balancing: bool,
+    ) -> Result<(), Errno> {
+        let words = nodes.words();
+        let ptr = if words.is_empty() {
+            std::ptr::null()
+        } else {
+            words.as_ptr()
+        };
+        let flags = if numa_balancing {
+            MPOL_F_NUMA_BALANCING
+        } else {
+            0
+        };
+        // SAFETY: mbind reads `maxnode - 1` bits from `ptr`, which points at `words` (exactly
+        // that long, per NodeMask::maxnode) or is null for an empty mask; with no flags it only
+        // changes the policy of the range, never the memory's contents, so no Rust reference
+        // into the range is affected.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_mbind,
+                addr as libc::c_ulong,
+                len as libc::c_ulong,
+                mode as libc::c_long | flags,
+                ptr,
+                nodes.maxnode() as libc::c_ulong,
+                0 as libc::c_uint,
+            )
+        };
         if r < 0 { Err(errno()) } else { Ok(()) }
     }
 
@@ -363,6 +402,44 @@ mod tests {
             sys.move_pages(Pid(0), &[addr], None, &mut []),
             Err(Errno::EINVAL)
         );
+    }
+
+    #[test]
+    fn mbind_own_buffer() {
+        let mut buf = vec![0u8; 64 << 10];
+        let addr = (buf.as_ptr() as u64).next_multiple_of(4096);
+        let mut sys = RealSys::new();
+        let node0 = NodeMask::of([0]);
+        sys.mbind(addr, 16 << 10, MemPolicyMode::Bind, &node0, false)
+            .unwrap();
+        let i = (addr - buf.as_ptr() as u64) as usize;
+        buf[i] = 1;
+        let mut status = [i32::MIN];
+        sys.move_pages(Pid(0), &[addr], None, &mut status).unwrap();
+        assert_eq!(status[0], 0);
+        // Unaligned, and a node this machine does not have.
+        assert_eq!(
+            sys.mbind(addr + 1, 4096, MemPolicyMode::Bind, &node0, false),
+            Err(Errno::EINVAL)
+        );
+        let far = NodeMask::of([63]);
+        assert!(
+            sys.mbind(addr, 4096, MemPolicyMode::Bind, &far, false)
+                .is_err()
+        );
+        // Interleave cannot take MPOL_F_NUMA_BALANCING.
+        assert_eq!(
+            sys.mbind(addr, 4096, MemPolicyMode::Interleave, &node0, true),
+            Err(Errno::EINVAL)
+        );
+        sys.mbind(
+            addr,
+            16 << 10,
+            MemPolicyMode::Default,
+            &NodeMask::of([]),
+            false,
+        )
+        .unwrap();
     }
 
     #[test]
