@@ -39,7 +39,7 @@ use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
-    AccessKind, Action, CounterGroup, NodeId, Observation, PageRange, PageSize, Pid, SampleSource,
+    AccessKind, Action, CounterGroup, NodeId, Observation, PageRange, PageSize, Pid,
     SamplingRequest, Topology,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -162,6 +162,43 @@ type PageKey = (Pid, u64, PageSize);
 /// One page map per (process, page size): page address -> index into the statistics.
 type PageIndex = Vec<((Pid, PageSize), FxHashMap<u64, u32>)>;
 
+/// A set of pages, one set of addresses per (process, page size): 8-byte keys hash in one
+/// multiplication and pack twice as densely as (pid, address, size) keys.
+#[derive(Debug, Default)]
+struct PageSet(Vec<((Pid, PageSize), FxHashSet<u64>)>);
+
+impl PageSet {
+    fn set(&self, key: &PageKey) -> Option<&FxHashSet<u64>> {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == (key.0, key.2))
+            .map(|(_, s)| s)
+    }
+
+    fn contains(&self, key: &PageKey) -> bool {
+        self.set(key).is_some_and(|s| s.contains(&key.1))
+    }
+
+    fn insert(&mut self, key: PageKey) {
+        match self.0.iter_mut().find(|(k, _)| *k == (key.0, key.2)) {
+            Some((_, s)) => {
+                s.insert(key.1);
+            }
+            None => self.0.push(((key.0, key.2), FxHashSet::from_iter([key.1]))),
+        }
+    }
+
+    fn remove(&mut self, key: &PageKey) {
+        if let Some((_, s)) = self.0.iter_mut().find(|(k, _)| *k == (key.0, key.2)) {
+            s.remove(&key.1);
+        }
+    }
+
+    fn state_bytes(&self) -> usize {
+        self.0.iter().map(|(_, s)| s.capacity() * (8 + 1)).sum()
+    }
+}
+
 /// What Carrefour decided for one application in the last epoch (for reports and tests).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppDecision {
@@ -184,9 +221,12 @@ pub struct Carrefour {
     /// statistics themselves sit densely in first-sample order, which also fixes the order of
     /// decisions.
     index: PageIndex,
-    stats: Vec<(PageKey, PageStats)>,
+    /// Each tracked page's key, beside its statistics in `stats` (same position): the samples
+    /// touch only the statistics, so the key stays out of their cache lines.
+    keys: Vec<PageKey>,
+    stats: Vec<PageStats>,
     collapses: FxHashMap<PageKey, u32>,
-    replicated: FxHashSet<PageKey>,
+    replicated: PageSet,
     pending_replication: BTreeMap<Pid, FxHashSet<PageKey>>,
     replicating: FxHashSet<Pid>,
     last_global: Option<GlobalMetrics>,
@@ -222,9 +262,10 @@ impl Carrefour {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             period: Some(cfg.sampling_period_high_cycles),
             index: Vec::new(),
+            keys: Vec::new(),
             stats: Vec::new(),
             collapses: FxHashMap::default(),
-            replicated: FxHashSet::default(),
+            replicated: PageSet::default(),
             pending_replication: BTreeMap::new(),
             replicating: FxHashSet::default(),
             last_global: None,
@@ -259,9 +300,10 @@ impl Carrefour {
             .iter()
             .map(|(_, m)| m.capacity() * (8 + 4 + 1))
             .sum::<usize>()
-            + self.stats.capacity() * std::mem::size_of::<(PageKey, PageStats)>()
+            + self.keys.capacity() * std::mem::size_of::<PageKey>()
+            + self.stats.capacity() * std::mem::size_of::<PageStats>()
             + self.collapses.capacity() * (std::mem::size_of::<PageKey>() + 12)
-            + self.replicated.capacity() * (std::mem::size_of::<PageKey>() + 8)
+            + self.replicated.state_bytes()
             + self
                 .pending_replication
                 .values()
@@ -273,38 +315,36 @@ impl Carrefour {
         self.cfg.techniques.contains(&t)
     }
 
-    /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`).
-    fn ingest(&mut self, topology: &Topology, obs: &Observation) {
+    /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`);
+    /// `fault_samples` of them are page faults.
+    fn ingest(&mut self, topology: &Topology, obs: &Observation, fault_samples: u64) {
         let epoch = obs.epoch as u32;
-        let faults = obs
-            .samples
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s.source,
-                    SampleSource::PageFault | SampleSource::HintingFault
-                )
-            })
-            .count();
-        let window = if 2 * faults > obs.samples.len() && !obs.samples.is_empty() {
+        let window = if 2 * fault_samples > obs.samples.len() as u64 {
             self.cfg.fault_sample_window_epochs.max(1)
         } else {
             1
         };
         // Keep the pages seen within the window (all of them are dropped with a window of 1).
-        let keep: Vec<(PageKey, PageStats)> = self
-            .stats
-            .drain(..)
-            .filter(|(_, st)| window > 1 && epoch.saturating_sub(st.last_epoch) < window)
-            .collect();
         for (_, m) in &mut self.index {
             m.clear();
         }
-        for (i, (k, _)) in keep.iter().enumerate() {
-            let m = Self::map_for(&mut self.index, (k.0, k.2));
-            m.insert(k.1, i as u32);
+        if window > 1 {
+            let mut kept = 0;
+            for i in 0..self.stats.len() {
+                if epoch.saturating_sub(self.stats[i].last_epoch) < window {
+                    self.stats[kept] = self.stats[i];
+                    self.keys[kept] = self.keys[i];
+                    let k = self.keys[kept];
+                    Self::map_for(&mut self.index, (k.0, k.2)).insert(k.1, kept as u32);
+                    kept += 1;
+                }
+            }
+            self.stats.truncate(kept);
+            self.keys.truncate(kept);
+        } else {
+            self.stats.clear();
+            self.keys.clear();
         }
-        self.stats = keep;
         // Dense node index by node number (the topology's lookup is a binary search).
         let max_id = topology
             .nodes()
@@ -345,12 +385,12 @@ impl Carrefour {
                 None => {
                     let i = self.stats.len();
                     map.insert(page, i as u32);
-                    self.stats
-                        .push(((s.pid, page, s.page_size), PageStats::default()));
+                    self.keys.push((s.pid, page, s.page_size));
+                    self.stats.push(PageStats::default());
                     i
                 }
             };
-            let stats = &mut self.stats[i].1;
+            let stats = &mut self.stats[i];
             stats.last_epoch = epoch;
             let Some(node) = dense_of(s.node).map(usize::from) else {
                 continue;
@@ -537,7 +577,7 @@ impl Policy for Carrefour {
         let n = topology.len();
         let global = metrics::global(obs);
         let apps = metrics::per_app(obs, n);
-        self.ingest(topology, obs);
+        self.ingest(topology, obs, apps.iter().map(|a| a.fault_samples).sum());
         for c in &obs.collapses {
             let key = (c.page.pid, c.page.start, c.page.page_size);
             *self.collapses.entry(key).or_default() += c.count;
@@ -606,7 +646,7 @@ impl Policy for Carrefour {
         // Page-local decisions, in the order pages were first sampled (deterministic).
         let mut actions = Vec::new();
         for i in 0..self.stats.len() {
-            let (key, stats) = self.stats[i];
+            let (key, stats) = (self.keys[i], self.stats[i]);
             if stats.samples < self.cfg.min_samples_per_page {
                 continue;
             }
@@ -658,7 +698,7 @@ impl Policy for Carrefour {
         for a in &actions {
             if let Action::MigratePages { range, .. } | Action::Interleave { range, .. } = a {
                 if let Some(i) = self.lookup(&(range.pid, range.start, range.page_size)) {
-                    let st = &mut self.stats[i].1;
+                    let st = &mut self.stats[i];
                     *st = PageStats {
                         last_epoch: st.last_epoch,
                         ..PageStats::default()

@@ -1,7 +1,7 @@
 //! The traffic metrics the policies decide on, named as in the papers (000_4074eef64cabe9e6.txt
 //! Table 2 for Carrefour's): computed from an [`Observation`] only.
 
-use rondpoint_model::{Observation, Pid};
+use rondpoint_model::{Observation, Pid, SampleSource};
 
 /// Population standard deviation over the mean, in percent (0 when the mean is 0): the
 /// imbalance of 000_4074eef64cabe9e6.txt section 2.
@@ -54,6 +54,9 @@ pub struct AppMetrics {
     pub maptu_by_node: Option<Vec<f64>>,
     /// Samples of this application in the epoch.
     pub samples: u64,
+    /// Of those, samples that are page faults (first touches or NUMA hinting faults) rather
+    /// than sampled accesses.
+    pub fault_samples: u64,
 }
 
 fn micros(obs: &Observation) -> f64 {
@@ -105,6 +108,7 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
         known: f64,
         local: f64,
         samples: u64,
+        fault_samples: u64,
     }
     let us = micros(obs);
     let mut apps: Vec<(Pid, Acc)> = Vec::new();
@@ -146,6 +150,10 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
         };
         let acc = &mut apps[i].1;
         acc.samples += 1;
+        acc.fault_samples += u64::from(matches!(
+            s.source,
+            SampleSource::PageFault | SampleSource::HintingFault
+        ));
         let Some(h) = s.home_node else { continue };
         if acc.by_home.len() != nodes {
             acc.by_home = vec![0.0; nodes];
@@ -181,6 +189,7 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
                 maptu_by_node: known
                     .then(|| a.by_home.iter().map(|c| maptu * c / a.known).collect()),
                 samples: a.samples,
+                fault_samples: a.fault_samples,
             }
         })
         .collect()
