@@ -71,25 +71,25 @@ report_sum() { echo "$1" | awk -v t="$2" -v f="$3" '
 samples_seen() { echo "$1" | sed -n 's/.*"samples": \([0-9]*\).*/\1/p' | head -1; }
 
 # 4. Carrefour with the page-fault sampler (hinting faults, kernel.numa_balancing=1) on a
-# buffer first-touched on node 0 and read from every node: the buffer leaves node 0 (at most
-# 40% stays) and spreads (at least 3 nodes hold 10% or more), and rondpoint saw the hinting
-# faults; its report gives the pages it placed. (The kernel
-# migrates pages on the hinting fault itself, before rondpoint's epoch ends, so part of the
-# spreading is the kernel's; the report says which pages rondpoint placed.)
+# buffer first-touched on node 0 and read from every node: rondpoint sees the hinting faults
+# (over 1,000 samples), its report is consistent, and the buffer ends spread (at least 3 nodes
+# hold 10% or more). What this does not show: that the spreading is rondpoint's. The kernel
+# migrates a page on the hinting fault itself, before rondpoint's epoch ends, so the samples
+# look local and Carrefour places next to nothing; how much of the buffer leaves node 0 in 8 s
+# is the kernel's scan progress, and varies (about half stayed there in a few boots). Binding the buffer to node 0
+# (`rondpoint-mgen shared-buffer --bound`, MPOL_F_NUMA_BALANCING) stops the kernel's moves
+# and lets Carrefour act, but then the default scanner yields under one hinting fault per page
+# per 10 s, too few for per-page decisions, and a faster scanner pulls the pages back to node 0
+# (docs/testbed.md).
 check_carrefour_shared() {
     balancing 1; thp never
     out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen shared-buffer --mib 32 --secs 8 2>/tmp/run.err)
     line=$(echo "$out" | grep '^mgen placement')
-    share=$(max_share "$line")
     seen=$(samples_seen "$out")
     asked=$(echo "$out" | grep -o '"pages_requested": [0-9]*' | awk '{s += $2} END {print s + 0}')
     done=$(echo "$out" | grep -o '"pages_done": [0-9]*' | awk '{s += $2} END {print s + 0}')
-    # How many of rondpoint's moves survive depends on how the kernel's own migrations race
-    # them (a page moved again between rondpoint's move and its verifying query is reported as
-    # not moved), so only the report's consistency is asserted here.
     n0=$(( $(field "$line" N0) * 100 / ($(total "$line") + 1) ))
-    if [ "$n0" -le 40 ] && [ "$(nodes_with_tenth "$line")" -ge 3 ] && [ "${seen:-0}" -gt 1000 ] \
-        && [ "$done" -le "$asked" ]; then
+    if [ "$(nodes_with_tenth "$line")" -ge 3 ] && [ "${seen:-0}" -gt 1000 ] && [ "$done" -le "$asked" ]; then
         ok carrefour-shared
     else
         bad carrefour-shared "node 0 keeps $n0%, $(nodes_with_tenth "$line") nodes hold 10% or more, $seen samples, $done of $asked pages placed ($line)"
@@ -99,6 +99,8 @@ check_carrefour_shared() {
 # 5. Partitioned blocks, all first-touched on node 0, each used by one node: every block ends
 # on the node using it, and rondpoint never spreads (interleaves or replicates) a block that
 # only one node uses, though the first-touch fault and the user's faults come from two nodes.
+# As in check 4 the moves are mostly the kernel's (with `--bound`, rondpoint's co-location
+# moved whole blocks on 6.1, but on 6.12 some blocks took too few hinting faults in 16 s).
 check_carrefour_partitioned() {
     balancing 1; thp never
     out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen partitioned --mib 32 --secs 8 2>/tmp/run.err)

@@ -123,6 +123,7 @@ for meta in $kernels; do
         failed=1
     else
         say "$name: $result (${took}s)"
+        [ "${VERBOSE:-0}" = 1 ] && cat -v "$log" >&2
     fi
     # One line cargo's and CI's readers recognise.
     echo "testbed $name: ${result#TESTBED: }"

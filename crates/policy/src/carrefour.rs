@@ -26,7 +26,11 @@
 //! Without a PMU (most VMs), a live backend estimates DRAM traffic from page-fault samples
 //! and says so in the observation; Carrefour then enables itself for applications that yield
 //! samples (`min_samples_when_estimated`) instead of comparing an estimate with the MAPTU
-//! threshold, which is a real DRAM access rate.
+//! threshold, which is a real DRAM access rate. The first hinting-fault sample seen on a page
+//! is not counted: with kernel.numa_balancing=1 a backend cannot tell a page's first-touch
+//! fault from a hinting fault, and the first touch (often the initialising thread, which never
+//! uses the page again) would weigh as much as a real access does (one hinting fault per page
+//! per scan period), where an IBS sample of a one-time access is vanishingly rare.
 //!
 //! In the default *global* mode the imbalance and locality of Figure 4 are the machine's (as in
 //! the paper's kernel implementation); in *per-application* mode (the per-pid variant of the
@@ -39,7 +43,7 @@ use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
-    AccessKind, Action, CounterGroup, NodeId, Observation, PageRange, PageSize, Pid,
+    AccessKind, Action, CounterGroup, NodeId, Observation, PageRange, PageSize, Pid, SampleSource,
     SamplingRequest, Topology,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -188,6 +192,10 @@ impl PageSet {
         }
     }
 
+    fn len(&self) -> usize {
+        self.0.iter().map(|(_, s)| s.len()).sum()
+    }
+
     fn remove(&mut self, key: &PageKey) {
         if let Some((_, s)) = self.0.iter_mut().find(|(k, _)| *k == (key.0, key.2)) {
             s.remove(&key.1);
@@ -227,6 +235,9 @@ pub struct Carrefour {
     stats: Vec<PageStats>,
     collapses: FxHashMap<PageKey, u32>,
     replicated: PageSet,
+    /// Pages that have had a hinting-fault sample (the first is taken for the first touch);
+    /// forgotten in one go beyond four times `max_tracked_pages`.
+    faulted: PageSet,
     pending_replication: BTreeMap<Pid, FxHashSet<PageKey>>,
     replicating: FxHashSet<Pid>,
     last_global: Option<GlobalMetrics>,
@@ -266,6 +277,7 @@ impl Carrefour {
             stats: Vec::new(),
             collapses: FxHashMap::default(),
             replicated: PageSet::default(),
+            faulted: PageSet::default(),
             pending_replication: BTreeMap::new(),
             replicating: FxHashSet::default(),
             last_global: None,
@@ -304,6 +316,7 @@ impl Carrefour {
             + self.stats.capacity() * std::mem::size_of::<PageStats>()
             + self.collapses.capacity() * (std::mem::size_of::<PageKey>() + 12)
             + self.replicated.state_bytes()
+            + self.faulted.state_bytes()
             + self
                 .pending_replication
                 .values()
@@ -362,9 +375,19 @@ impl Carrefour {
                 .copied()
                 .filter(|&d| d != u16::MAX)
         };
+        if self.faulted.len() > self.cfg.max_tracked_pages.saturating_mul(4) {
+            self.faulted = PageSet::default();
+        }
         let mut last: Option<(Pid, PageSize, usize)> = None;
         for s in &obs.samples {
             let page = s.page();
+            if s.source == SampleSource::HintingFault {
+                let key = (s.pid, page, s.page_size);
+                if !self.faulted.contains(&key) {
+                    self.faulted.insert(key);
+                    continue;
+                }
+            }
             let slot = match last {
                 Some((p, z, slot)) if p == s.pid && z == s.page_size => slot,
                 _ => {

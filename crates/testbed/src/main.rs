@@ -46,6 +46,11 @@ enum Workload {
         mib: usize,
         #[arg(long, default_value_t = 6.0)]
         secs: f64,
+        /// Bind the buffer to node 0 with MPOL_F_NUMA_BALANCING first: the kernel still scans
+        /// it and takes hinting faults, but moves pages only toward node 0, so the buffer
+        /// leaves node 0 only by someone else's move_pages.
+        #[arg(long)]
+        bound: bool,
     },
     /// A thread on node 0 touches the whole array; then thread i reads and writes only block i
     /// from node i.
@@ -54,6 +59,9 @@ enum Workload {
         mib: usize,
         #[arg(long, default_value_t = 6.0)]
         secs: f64,
+        /// Bind the array to node 0 with MPOL_F_NUMA_BALANCING first (as for shared-buffer).
+        #[arg(long)]
+        bound: bool,
     },
     /// A table touched on node 0, read by every node, written rarely (one line per 10,000
     /// reads).
@@ -172,6 +180,31 @@ fn touched(mib: usize) -> Vec<u8> {
     v
 }
 
+/// The page-aligned `mib` MiB of `whole` (which has a page to spare), touched page by page
+/// from the calling thread (pinned to node 0), after binding them to node 0 with
+/// MPOL_F_NUMA_BALANCING when `bound`.
+fn touched_on_node0(whole: &mut [u8], mib: usize, bound: bool) -> Result<&mut [u8]> {
+    let offset = (whole.as_ptr() as usize).next_multiple_of(PAGE) - whole.as_ptr() as usize;
+    let buf = whole
+        .get_mut(offset..offset + (mib << 20))
+        .context("buffer too small")?;
+    if bound {
+        RealSys::new()
+            .mbind(
+                buf.as_ptr() as u64,
+                buf.len() as u64,
+                MemPolicyMode::Bind,
+                &NodeMask::of([0]),
+                true,
+            )
+            .map_err(|e| anyhow::anyhow!("mbind to node 0: {e}"))?;
+    }
+    for i in (0..buf.len()).step_by(PAGE) {
+        buf[i] = 1;
+    }
+    Ok(buf)
+}
+
 /// Reads (and optionally writes) `buf` until `stop`, returning a checksum so the work is not
 /// optimised away.
 fn churn(buf: &mut [u8], stop: &AtomicBool, write_every: usize) -> u64 {
@@ -215,14 +248,16 @@ fn main() -> Result<()> {
                 u8::from(m.huge_uniform(&buf)?)
             );
         }
-        Workload::SharedBuffer { mib, secs } | Workload::ReadMostly { mib, secs } => {
+        Workload::SharedBuffer { mib, secs, .. } | Workload::ReadMostly { mib, secs } => {
             let write_every = if matches!(cli.workload, Workload::ReadMostly { .. }) {
                 10_000
             } else {
                 0
             };
+            let bound = matches!(cli.workload, Workload::SharedBuffer { bound: true, .. });
             m.pin(0)?;
-            let buf = touched(mib);
+            let mut whole = vec![0u8; (mib << 20) + PAGE];
+            let buf = &*touched_on_node0(&mut whole, mib, bound)?;
             let ptr = buf.as_ptr() as usize;
             let len = buf.len();
             let mut handles = Vec::new();
@@ -242,13 +277,14 @@ fn main() -> Result<()> {
             }
             println!(
                 "{} huge_uniform={}",
-                line("placement buffer", &m.placement(&buf)?),
-                u8::from(m.huge_uniform(&buf)?)
+                line("placement buffer", &m.placement(buf)?),
+                u8::from(m.huge_uniform(buf)?)
             );
         }
-        Workload::Partitioned { mib, secs } => {
+        Workload::Partitioned { mib, secs, bound } => {
             m.pin(0)?;
-            let mut buf = touched(mib);
+            let mut whole = vec![0u8; (mib << 20) + PAGE];
+            let buf = touched_on_node0(&mut whole, mib, bound)?;
             let block = buf.len() / m.nodes;
             let mut handles = Vec::new();
             for (node, chunk) in buf.chunks_mut(block).enumerate().take(m.nodes) {
