@@ -154,6 +154,9 @@ pub struct LinuxMachine<S: Sys> {
     signals: Signals,
     stats: LiveStats,
     thp: HashMap<Pid, Vec<ThpMapping>>,
+    /// Where each sampled page was at its last query, to spot pages the kernel moved since
+    /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
+    last_seen_node: HashMap<(Pid, u64), NodeId>,
     cpu_ticks: HashMap<(Pid, Tid), u64>,
     epoch: u64,
     epoch_start: Instant,
@@ -190,6 +193,7 @@ impl<S: Sys> LinuxMachine<S> {
             },
             stats: LiveStats::default(),
             thp: HashMap::new(),
+            last_seen_node: HashMap::new(),
             cpu_ticks: HashMap::new(),
             epoch: 0,
             epoch_start: Instant::now(),
@@ -544,8 +548,31 @@ impl<S: Sys> LinuxMachine<S> {
                 }
             }
         }
+        // A page found on another node than at its last query, and not moved by rondpoint,
+        // was moved by the kernel: with NUMA balancing, on a hinting fault, to the faulting
+        // node. That fault (the first sample from the page's new node) reached the page where
+        // it was before; reading the node after the move would make it look local.
+        let mut pre_move: HashMap<(Pid, u64), NodeId> = HashMap::new();
+        for (&key, &now) in &home {
+            if let Some(&before) = self.last_seen_node.get(&key) {
+                if before != now {
+                    pre_move.insert(key, before);
+                }
+            }
+        }
+        if self.last_seen_node.len() + home.len() > 4 * self.config.max_queried_pages {
+            self.last_seen_node.clear();
+        }
+        self.last_seen_node
+            .extend(home.iter().map(|(&k, &v)| (k, v)));
         for s in samples.iter_mut() {
-            s.home_node = home.get(&(s.pid, s.page())).copied();
+            let key = (s.pid, s.page());
+            s.home_node = home.get(&key).copied();
+            if s.home_node == Some(s.node) {
+                if let Some(before) = pre_move.remove(&key) {
+                    s.home_node = Some(before);
+                }
+            }
         }
     }
 
@@ -857,6 +884,26 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                     .unwrap_or_default(),
                 _ => Vec::new(),
             };
+            // Pages rondpoint moves are not the kernel's moves (fill_home_nodes).
+            match a {
+                Action::MigratePages { range, .. }
+                | Action::Interleave { range, .. }
+                | Action::Replicate { range, .. } => {
+                    let size = range.page_size.bytes();
+                    if range.count > self.last_seen_node.len() as u64 {
+                        self.last_seen_node.retain(|k, _| {
+                            k.0 != range.pid || k.1 < range.start || k.1 >= range.end()
+                        });
+                    } else {
+                        for k in 0..range.count {
+                            self.last_seen_node
+                                .remove(&(range.pid, range.start + k * size));
+                        }
+                    }
+                }
+                Action::MoveApplication { .. } => self.last_seen_node.retain(|k, _| k.0 != pid),
+                _ => {}
+            }
             out.push(actuate::apply(
                 &mut self.sys,
                 &self.topology,

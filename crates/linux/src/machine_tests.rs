@@ -125,6 +125,55 @@ fn a_thread_with_its_own_event_is_not_counted_twice() {
 }
 
 #[test]
+fn a_fault_that_made_the_kernel_move_its_page_counts_where_the_page_was() {
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[(HEAP, 0), (HEAP + 4096, 0)])
+        .with_process(5000, &[]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    m.set_sampling(&sampling());
+    let homes = |m: &mut LinuxMachine<FakeSys>, ring: Vec<u8>| {
+        m.sys.ring_bytes.insert(100, ring);
+        let obs = m.observe(0).unwrap();
+        obs.samples
+            .iter()
+            .map(|s| (s.node.0, s.home_node.map(|h| h.0)))
+            .collect::<Vec<_>>()
+    };
+    // Epoch 1: a fault from node 2 (CPU 9) on each page, both on node 0.
+    let ring = |a: u64, b: u64| {
+        let mut r = record(4242, 4244, a, 9);
+        r.extend(record(4242, 4244, b, 9));
+        r
+    };
+    assert_eq!(
+        homes(&mut m, ring(HEAP, HEAP + 4096)),
+        [(2, Some(0)), (2, Some(0))]
+    );
+    // Epoch 2: the kernel moved the first page to node 2 on its next fault from node 2: that
+    // fault reached node 0. The second page stayed.
+    m.sys.placement.insert((4242, HEAP), 2);
+    assert_eq!(
+        homes(&mut m, ring(HEAP, HEAP + 4096)),
+        [(2, Some(0)), (2, Some(0))]
+    );
+    // Epoch 3: now it is local.
+    assert_eq!(
+        homes(&mut m, ring(HEAP, HEAP)),
+        [(2, Some(2)), (2, Some(2))]
+    );
+    // A move by rondpoint is not mistaken for the kernel's.
+    let to2 = Action::MigratePages {
+        range: PageRange::new(MEMHOG, HEAP + 4096, 1, PageSize::Base4K).unwrap(),
+        to: NodeId(2),
+    };
+    m.apply(&[to2]).unwrap();
+    assert_eq!(
+        homes(&mut m, ring(HEAP + 4096, HEAP)),
+        [(2, Some(2)), (2, Some(2))]
+    );
+}
+
+#[test]
 fn samples_get_their_node_from_the_cpu_and_their_page_node_from_a_query() {
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[(HEAP, 1)])
