@@ -38,7 +38,7 @@
 //! its samples. `techniques` enables any subset of the three mechanisms (the ablation of
 //! Table 4).
 
-use crate::metrics::{self, AppMetrics, GlobalMetrics};
+use crate::metrics::{self, AppMetrics, DenseNodes, GlobalMetrics};
 use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -358,23 +358,8 @@ impl Carrefour {
             self.stats.clear();
             self.keys.clear();
         }
-        // Dense node index by node number (the topology's lookup is a binary search).
-        let max_id = topology
-            .nodes()
-            .iter()
-            .map(|n| usize::from(n.id.0))
-            .max()
-            .unwrap_or(0);
-        let mut dense = vec![u16::MAX; max_id + 1];
-        for (i, n) in topology.nodes().iter().enumerate() {
-            dense[usize::from(n.id.0)] = i as u16;
-        }
-        let dense_of = |id: NodeId| {
-            dense
-                .get(usize::from(id.0))
-                .copied()
-                .filter(|&d| d != u16::MAX)
-        };
+        let dense = DenseNodes::new(topology);
+        let dense_of = |id: NodeId| dense.of(id);
         if self.faulted.len() > self.cfg.max_tracked_pages.saturating_mul(4) {
             self.faulted = PageSet::default();
         }
@@ -599,7 +584,7 @@ impl Policy for Carrefour {
     fn decide(&mut self, topology: &Topology, obs: &Observation) -> Vec<Action> {
         let n = topology.len();
         let global = metrics::global(obs);
-        let apps = metrics::per_app(obs, n);
+        let apps = metrics::per_app(obs, topology);
         self.ingest(topology, obs, apps.iter().map(|a| a.fault_samples).sum());
         for c in &obs.collapses {
             let key = (c.page.pid, c.page.start, c.page.page_size);

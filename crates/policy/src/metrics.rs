@@ -1,7 +1,7 @@
 //! The traffic metrics the policies decide on, named as in the papers (000_4074eef64cabe9e6.txt
 //! Table 2 for Carrefour's): computed from an [`Observation`] only.
 
-use rondpoint_model::{Observation, Pid, SampleSource};
+use rondpoint_model::{NodeId, Observation, Pid, SampleSource, Topology};
 
 /// Population standard deviation over the mean, in percent (0 when the mean is 0): the
 /// imbalance of 000_4074eef64cabe9e6.txt section 2.
@@ -95,9 +95,33 @@ pub fn global(obs: &Observation) -> GlobalMetrics {
     }
 }
 
+/// Node number -> dense node index (position in [`Topology::nodes`]), by table: the topology's
+/// own lookup is a binary search, and this runs once per sample.
+pub(crate) struct DenseNodes(Vec<u16>);
+
+impl DenseNodes {
+    pub(crate) fn new(topology: &Topology) -> Self {
+        let ids = topology.nodes().iter().map(|n| usize::from(n.id.0));
+        let mut dense = vec![u16::MAX; ids.max().map_or(0, |m| m + 1)];
+        for (i, n) in topology.nodes().iter().enumerate() {
+            dense[usize::from(n.id.0)] = i as u16;
+        }
+        Self(dense)
+    }
+
+    pub(crate) fn of(&self, id: NodeId) -> Option<u16> {
+        self.0
+            .get(usize::from(id.0))
+            .copied()
+            .filter(|&d| d != u16::MAX)
+    }
+}
+
 /// Per-application metrics, one per process seen in the counters or samples, sorted by pid.
 /// One pass over the threads and one over the samples, whatever the number of processes.
-pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
+pub fn per_app(obs: &Observation, topology: &Topology) -> Vec<AppMetrics> {
+    let nodes = topology.len();
+    let dense = DenseNodes::new(topology);
     #[derive(Default)]
     struct Acc {
         accesses: f64,
@@ -158,7 +182,10 @@ pub fn per_app(obs: &Observation, nodes: usize) -> Vec<AppMetrics> {
         if acc.by_home.len() != nodes {
             acc.by_home = vec![0.0; nodes];
         }
-        if let Some(slot) = acc.by_home.get_mut(usize::from(h.0)) {
+        if let Some(slot) = dense
+            .of(h)
+            .and_then(|d| acc.by_home.get_mut(usize::from(d)))
+        {
             *slot += 1.0;
         }
         acc.known += 1.0;
@@ -276,12 +303,67 @@ mod tests {
             samples: vec![sample(0, 0), sample(0, 1), sample(0, 1), sample(1, 1)],
             ..Observation::default()
         };
-        let a = &per_app(&obs, 2)[0];
+        let two = rondpoint_model::synthetic::TopologyBuilder::new(2)
+            .build()
+            .unwrap();
+        let a = &per_app(&obs, &two)[0];
         assert_eq!(a.pid, Pid(7));
         assert!((a.maptu - 4.0).abs() < 1e-12, "8 accesses in 2 µs");
         assert!((a.mrr - 0.75).abs() < 1e-12);
         assert_eq!(a.lar, Some(0.5));
         assert!((a.cpu_pct - 100.0).abs() < 1e-9);
         assert_eq!(a.maptu_by_node, Some(vec![1.0, 3.0]));
+    }
+
+    #[test]
+    fn node_numbers_with_gaps_map_to_dense_indices() {
+        // Nodes 0 and 2 (node 1 offline): a sample homed on node 2 counts at index 1.
+        let node = |id: u16| rondpoint_model::Node {
+            id: NodeId(id),
+            cpus: vec![],
+            mem_total_bytes: 1 << 30,
+            mem_free_bytes: 1 << 29,
+            hmat: Default::default(),
+        };
+        let t = Topology::new(
+            vec![node(0), node(2)],
+            vec![vec![10, 20], vec![20, 10]],
+            vec![],
+        )
+        .unwrap();
+        let dense = DenseNodes::new(&t);
+        assert_eq!(
+            (
+                dense.of(NodeId(0)),
+                dense.of(NodeId(1)),
+                dense.of(NodeId(2))
+            ),
+            (Some(0), None, Some(1))
+        );
+        assert_eq!(dense.of(NodeId(9)), None);
+        let s = Sample {
+            pid: Pid(7),
+            tid: Tid(7),
+            cpu: CpuId(0),
+            node: NodeId(0),
+            addr: 0x1000,
+            page_size: PageSize::Base4K,
+            kind: AccessKind::Read,
+            source: SampleSource::Ibs,
+            latency_cycles: None,
+            dram: Some(true),
+            home_node: Some(NodeId(2)),
+        };
+        let obs = Observation {
+            counters: Counters {
+                duration_ns: 1_000,
+                ..Counters::default()
+            },
+            samples: vec![s],
+            ..Observation::default()
+        };
+        let a = &per_app(&obs, &t)[0];
+        assert_eq!(a.lar, Some(0.0));
+        assert_eq!(a.mc_imbalance_pct, Some(100.0));
     }
 }
