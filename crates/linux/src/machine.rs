@@ -107,6 +107,14 @@ struct Sampler {
     /// every thread created after it was opened; and one event per thread that already
     /// existed then (an inherited event does not reach threads that exist when it opens).
     fds: BTreeMap<(Pid, SamplerTarget), PerfFd>,
+    /// Processes followed by an ancestor's inherited events (forked after those were opened),
+    /// which get no events of their own: theirs would count every fault twice.
+    inherited: BTreeSet<Pid>,
+    /// The attach round in which each managed process was first seen, and in which each
+    /// sampled process got its events (or was found inherited).
+    first_seen: BTreeMap<Pid, u64>,
+    sampled_in: BTreeMap<Pid, u64>,
+    round: u64,
     format: SampleFormat,
     buffer: Vec<u8>,
     lost: u64,
@@ -355,6 +363,10 @@ impl<S: Sys> LinuxMachine<S> {
         }
         let sampler = self.sampler.get_or_insert_with(|| Sampler {
             fds: BTreeMap::new(),
+            inherited: BTreeSet::new(),
+            first_seen: BTreeMap::new(),
+            sampled_in: BTreeMap::new(),
+            round: 0,
             format: SampleFormat {
                 sample_type: SampleFormat::TID | SampleFormat::ADDR | SampleFormat::CPU,
             },
@@ -380,8 +392,26 @@ impl<S: Sys> LinuxMachine<S> {
             ring_pages,
             ..PerfAttr::default()
         };
+        sampler.round += 1;
+        let round = sampler.round;
         for &pid in &self.managed {
-            if sampler.fds.keys().any(|(p, _)| *p == pid) {
+            sampler.first_seen.entry(pid).or_insert(round);
+        }
+        sampler.first_seen.retain(|p, _| self.managed.contains(p));
+        sampler.sampled_in.retain(|p, _| self.managed.contains(p));
+        sampler.inherited.retain(|p| self.managed.contains(p));
+        for &pid in &self.managed {
+            if sampler.sampled_in.contains_key(&pid) {
+                continue;
+            }
+            // A process first seen after its parent was sampled was forked after the parent's
+            // inherited events opened, so it carries them (a process that existed before is
+            // first seen in the same round as its parent, or earlier).
+            let parent = self.proc.stat(pid).ok().flatten().map(|st| st.ppid);
+            let parent_round = parent.and_then(|pp| sampler.sampled_in.get(&pp).copied());
+            if parent_round.is_some_and(|r| sampler.first_seen.get(&pid).is_some_and(|&f| f > r)) {
+                sampler.inherited.insert(pid);
+                sampler.sampled_in.insert(pid, round);
                 continue;
             }
             let mut opened = 0;
@@ -403,6 +433,7 @@ impl<S: Sys> LinuxMachine<S> {
                 }
             }
             if opened > 0 {
+                sampler.sampled_in.insert(pid, round);
                 // Threads that exist now may predate the inherited events, which then miss
                 // them: each gets its own event, and the inherited events' samples of those
                 // threads are dropped (collect_samples) so that none counts twice. A

@@ -101,6 +101,57 @@ fn sampling_opens_inherited_events_per_cpu_and_one_event_per_existing_thread() {
 }
 
 #[test]
+fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
+    // A copy of the fixture /proc, to add a process to.
+    let dir = tempfile::tempdir().unwrap();
+    let proc_root = dir.path().join("proc");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", "--"])
+        .arg(&config().proc_root)
+        .arg(&proc_root)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[])
+        .with_process(4250, &[])
+        .with_process(5000, &[])
+        .with_process(4270, &[]);
+    let cfg = LiveConfig {
+        proc_root: proc_root.clone(),
+        ..config()
+    };
+    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
+    m.set_sampling(&sampling());
+    let opened = |m: &LinuxMachine<FakeSys>| {
+        m.sys()
+            .calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::PerfOpen { pid, .. } => Some(pid.0),
+                _ => None,
+            })
+            .collect::<Vec<i32>>()
+    };
+    // Memhog and its children that already ran get events of their own.
+    let before = opened(&m);
+    assert!(before.contains(&4250) && before.contains(&5000));
+    // Memhog forks 4270: it inherits memhog's events, so it gets none of its own.
+    let p = proc_root.join("4270");
+    std::fs::create_dir_all(p.join("task/4270")).unwrap();
+    let stat = "4270 (child) R 4242 4242 0 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0 0 0 0 0 0 0 0 \
+                0 0 0 0 0 0 0 0 0 3 0 0 0 0 0";
+    std::fs::write(p.join("stat"), stat).unwrap();
+    std::fs::write(p.join("task/4270/stat"), stat).unwrap();
+    std::fs::write(p.join("comm"), "child\n").unwrap();
+    m.observe(0).unwrap();
+    assert!(m.managed().contains(&Pid(4270)));
+    m.set_sampling(&sampling());
+    let after = opened(&m);
+    assert!(!after.contains(&4270), "{after:?}");
+}
+
+#[test]
 fn a_thread_with_its_own_event_is_not_counted_twice() {
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[(HEAP, 1)])
