@@ -142,6 +142,23 @@ pub struct LiveStats {
     pub lar_last: Option<f64>,
     /// Actions refused because they named a process rondpoint does not manage.
     pub refused_unmanaged: u64,
+    /// The kernel's own NUMA balancing over the run, machine-wide (all processes), from
+    /// /proc/vmstat; `None` where the kernel has no such counters.
+    pub kernel_balancing: Option<KernelBalancing>,
+}
+
+/// Increases of the kernel's NUMA-balancing counters (/proc/vmstat) since rondpoint started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct KernelBalancing {
+    /// `numa_hint_faults`: NUMA hinting faults taken.
+    pub hint_faults: u64,
+    /// `numa_pages_migrated`: pages the kernel migrated on hinting faults.
+    pub pages_migrated: u64,
+}
+
+/// The two counters behind [`KernelBalancing`], if this kernel prints both.
+fn balancing_counters(v: &crate::procfs::NumaVmstat) -> Option<(u64, u64)> {
+    Some((v.numa_hint_faults?, v.numa_pages_migrated?))
 }
 
 /// The live machine.
@@ -165,6 +182,8 @@ pub struct LinuxMachine<S: Sys> {
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: HashMap<(Pid, u64), NodeId>,
+    /// /proc/vmstat's (numa_hint_faults, numa_pages_migrated) when rondpoint started.
+    balancing_at_start: Option<(u64, u64)>,
     cpu_ticks: HashMap<(Pid, Tid), u64>,
     epoch: u64,
     epoch_start: Instant,
@@ -182,7 +201,7 @@ impl<S: Sys> LinuxMachine<S> {
     fn new(sys: S, topology: Topology, config: LiveConfig) -> Self {
         let proc = ProcRoot::new(config.proc_root.clone());
         let numa_balancing = proc.numa_balancing().ok().flatten();
-        Self {
+        let mut m = Self {
             sys,
             proc,
             config,
@@ -200,13 +219,21 @@ impl<S: Sys> LinuxMachine<S> {
                 ..Signals::default()
             },
             stats: LiveStats::default(),
+            balancing_at_start: None,
             thp: HashMap::new(),
             last_seen_node: HashMap::new(),
             cpu_ticks: HashMap::new(),
             epoch: 0,
             epoch_start: Instant::now(),
             start: Instant::now(),
-        }
+        };
+        m.balancing_at_start = m
+            .proc
+            .vmstat_numa()
+            .ok()
+            .as_ref()
+            .and_then(balancing_counters);
+        m
     }
 
     /// A machine that will launch `argv` when the engine applies the policy's start
@@ -857,6 +884,19 @@ impl<S: Sys> Machine for LinuxMachine<S> {
             if lar.is_some() {
                 self.stats.lar_last = lar;
             }
+        }
+        if let (Some((f0, m0)), Some((f, m))) = (
+            self.balancing_at_start,
+            self.proc
+                .vmstat_numa()
+                .ok()
+                .as_ref()
+                .and_then(balancing_counters),
+        ) {
+            self.stats.kernel_balancing = Some(KernelBalancing {
+                hint_faults: f.saturating_sub(f0),
+                pages_migrated: m.saturating_sub(m0),
+            });
         }
         let obs = Observation {
             epoch: self.epoch,

@@ -24,6 +24,20 @@ fn config() -> LiveConfig {
     }
 }
 
+/// A copy of the fixture /proc, to change between epochs (kept while the directory lives).
+fn proc_copy() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let proc_root = dir.path().join("proc");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", "--"])
+        .arg(&config().proc_root)
+        .arg(&proc_root)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    (dir, proc_root)
+}
+
 fn sampling() -> SamplingRequest {
     SamplingRequest {
         period_cycles: Some(65_000),
@@ -102,16 +116,7 @@ fn sampling_opens_inherited_events_per_cpu_and_one_event_per_existing_thread() {
 
 #[test]
 fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
-    // A copy of the fixture /proc, to add a process to.
-    let dir = tempfile::tempdir().unwrap();
-    let proc_root = dir.path().join("proc");
-    let copied = std::process::Command::new("cp")
-        .args(["-r", "--"])
-        .arg(&config().proc_root)
-        .arg(&proc_root)
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    let (_dir, proc_root) = proc_copy();
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[])
         .with_process(4250, &[])
@@ -149,6 +154,33 @@ fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
     m.set_sampling(&sampling());
     let after = opened(&m);
     assert!(!after.contains(&4270), "{after:?}");
+}
+
+#[test]
+fn the_report_counts_the_kernels_own_balancing_over_the_run() {
+    let (_dir, proc_root) = proc_copy();
+    let cfg = LiveConfig {
+        proc_root: proc_root.clone(),
+        ..config()
+    };
+    let sys = FakeSys::new().with_process(MEMHOG.0, &[]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
+    // The fixture has 4,420,187 hinting faults and 512,380 migrated pages; the kernel then
+    // takes 1,000 more faults and migrates 300 more pages.
+    let vmstat = proc_root.join("vmstat");
+    let text = std::fs::read_to_string(&vmstat)
+        .unwrap()
+        .replace("numa_hint_faults 4420187", "numa_hint_faults 4421187")
+        .replace("numa_pages_migrated 512380", "numa_pages_migrated 512680");
+    std::fs::write(&vmstat, text).unwrap();
+    m.observe(0).unwrap();
+    assert_eq!(
+        m.stats().kernel_balancing,
+        Some(KernelBalancing {
+            hint_faults: 1000,
+            pages_migrated: 300
+        })
+    );
 }
 
 #[test]

@@ -298,6 +298,14 @@ pub fn render(r: &RunReport) -> String {
         lar(r.stats.lar_first),
         lar(r.stats.lar_last)
     );
+    if let Some(k) = r.stats.kernel_balancing {
+        let _ = writeln!(
+            out,
+            "   kernel NUMA balancing meanwhile (whole machine): {} hinting faults, {} pages \
+             migrated by the kernel",
+            k.hint_faults, k.pages_migrated
+        );
+    }
     let _ = writeln!(
         out,
         "   rondpoint itself: {:.3} s CPU ({:.2}% of one core), {} peak memory",
