@@ -107,11 +107,9 @@ struct Sampler {
     /// every thread created after it was opened; and one event per thread that already
     /// existed then (an inherited event does not reach threads that exist when it opens).
     fds: BTreeMap<(Pid, SamplerTarget), PerfFd>,
-    /// Processes followed by an ancestor's inherited events (forked after those were opened),
-    /// which get no events of their own: theirs would count every fault twice.
-    inherited: BTreeSet<Pid>,
     /// The attach round in which each managed process was first seen, and in which each
-    /// sampled process got its events (or was found inherited).
+    /// sampled process got its events or was found to carry an ancestor's inherited ones
+    /// (forked after those opened: events of its own would count every fault twice).
     first_seen: BTreeMap<Pid, u64>,
     sampled_in: BTreeMap<Pid, u64>,
     round: u64,
@@ -142,8 +140,8 @@ pub struct LiveStats {
     pub lar_last: Option<f64>,
     /// Actions refused because they named a process rondpoint does not manage.
     pub refused_unmanaged: u64,
-    /// The kernel's own NUMA balancing over the run, machine-wide (all processes), from
-    /// /proc/vmstat; `None` where the kernel has no such counters.
+    /// The kernel's own NUMA balancing since rondpoint started, machine-wide (all processes),
+    /// from /proc/vmstat when the stats are read; `None` where the kernel has no such counters.
     pub kernel_balancing: Option<KernelBalancing>,
 }
 
@@ -304,8 +302,24 @@ impl<S: Sys> LinuxMachine<S> {
         &self.signals
     }
 
-    pub fn stats(&self) -> &LiveStats {
-        &self.stats
+    /// What the run's report needs so far; the kernel's own balancing is read now (one
+    /// /proc/vmstat read, at report time rather than every epoch).
+    pub fn stats(&self) -> LiveStats {
+        let now = self.proc.vmstat_numa().ok();
+        let kernel_balancing = match (
+            self.balancing_at_start,
+            now.as_ref().and_then(balancing_counters),
+        ) {
+            (Some((f0, m0)), Some((f, m))) => Some(KernelBalancing {
+                hint_faults: f.saturating_sub(f0),
+                pages_migrated: m.saturating_sub(m0),
+            }),
+            _ => None,
+        };
+        LiveStats {
+            kernel_balancing,
+            ..self.stats.clone()
+        }
     }
 
     /// The syscall layer (tests inspect the fake's calls).
@@ -390,7 +404,6 @@ impl<S: Sys> LinuxMachine<S> {
         }
         let sampler = self.sampler.get_or_insert_with(|| Sampler {
             fds: BTreeMap::new(),
-            inherited: BTreeSet::new(),
             first_seen: BTreeMap::new(),
             sampled_in: BTreeMap::new(),
             round: 0,
@@ -426,7 +439,6 @@ impl<S: Sys> LinuxMachine<S> {
         }
         sampler.first_seen.retain(|p, _| self.managed.contains(p));
         sampler.sampled_in.retain(|p, _| self.managed.contains(p));
-        sampler.inherited.retain(|p| self.managed.contains(p));
         for &pid in &self.managed {
             if sampler.sampled_in.contains_key(&pid) {
                 continue;
@@ -437,7 +449,6 @@ impl<S: Sys> LinuxMachine<S> {
             let parent = self.proc.stat(pid).ok().flatten().map(|st| st.ppid);
             let parent_round = parent.and_then(|pp| sampler.sampled_in.get(&pp).copied());
             if parent_round.is_some_and(|r| sampler.first_seen.get(&pid).is_some_and(|&f| f > r)) {
-                sampler.inherited.insert(pid);
                 sampler.sampled_in.insert(pid, round);
                 continue;
             }
@@ -884,19 +895,6 @@ impl<S: Sys> Machine for LinuxMachine<S> {
             if lar.is_some() {
                 self.stats.lar_last = lar;
             }
-        }
-        if let (Some((f0, m0)), Some((f, m))) = (
-            self.balancing_at_start,
-            self.proc
-                .vmstat_numa()
-                .ok()
-                .as_ref()
-                .and_then(balancing_counters),
-        ) {
-            self.stats.kernel_balancing = Some(KernelBalancing {
-                hint_faults: f.saturating_sub(f0),
-                pages_migrated: m.saturating_sub(m0),
-            });
         }
         let obs = Observation {
             epoch: self.epoch,

@@ -97,7 +97,8 @@ fn sampling_opens_inherited_events_per_cpu_and_one_event_per_existing_thread() {
         .collect();
     // 16 inherited CPU events for each of the three live processes, then one event on every
     // CPU for each thread memhog already had (4243 and 4244, which inherited events would
-    // miss; its thread 4246 has exited); 4260 has exited: its first open says ESRCH and its other CPUs are not tried.
+    // miss; its thread 4246 has exited); 4260 has exited: its first open says ESRCH and its
+    // other CPUs are not tried.
     assert_eq!(opens.len(), 16 * 3 + 2 + 1, "{opens:?}");
     assert_eq!(&opens[..2], &[(MEMHOG.0, 0, true), (MEMHOG.0, 1, true)]);
     assert_eq!(&opens[16..18], &[(4243, -1, false), (4244, -1, false)]);

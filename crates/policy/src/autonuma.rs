@@ -7,7 +7,8 @@
 //!   filter): a page migrates to the faulting node when two consecutive hinting faults on it
 //!   come from that node and it is not there already, and its mapping has no explicit memory
 //!   policy (`mpol_misplaced` leaves pages under mbind/set_mempolicy policies where they are,
-//!   unless MPOL_F_NUMA_BALANCING allows the faulting node: [`rondpoint_model::MappingPolicy`]); adjacent pages going to one node form one
+//!   unless MPOL_F_NUMA_BALANCING allows the faulting node: see
+//!   [`rondpoint_model::MappingPolicy`]); adjacent pages going to one node form one
 //!   range. No migration to a node whose free memory (minus this epoch's earlier migrations)
 //!   cannot take the page: Linux's `migrate_balanced_pgdat`, and 004's "AutoNUMA does not move
 //!   pages on the fully allocated node".

@@ -163,47 +163,89 @@ pub struct PageStats {
 
 type PageKey = (Pid, u64, PageSize);
 
-/// One page map per (process, page size): page address -> index into the statistics.
-type PageIndex = Vec<((Pid, PageSize), FxHashMap<u64, u32>)>;
+/// One `T` per (process, page size), for maps and sets keyed by a bare page address: hashing
+/// an address is one multiplication, 8-byte keys pack twice as densely as (pid, address, size)
+/// keys, and samples come in long runs of one process.
+#[derive(Debug)]
+struct BySpace<T>(Vec<((Pid, PageSize), T)>);
 
-/// A set of pages, one set of addresses per (process, page size): 8-byte keys hash in one
-/// multiplication and pack twice as densely as (pid, address, size) keys.
-#[derive(Debug, Default)]
-struct PageSet(Vec<((Pid, PageSize), FxHashSet<u64>)>);
+impl<T> Default for BySpace<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
 
-impl PageSet {
-    fn set(&self, key: &PageKey) -> Option<&FxHashSet<u64>> {
+impl<T: Default> BySpace<T> {
+    fn get(&self, key: &PageKey) -> Option<&T> {
         self.0
             .iter()
             .find(|(k, _)| *k == (key.0, key.2))
-            .map(|(_, s)| s)
+            .map(|(_, t)| t)
     }
 
-    fn contains(&self, key: &PageKey) -> bool {
-        self.set(key).is_some_and(|s| s.contains(&key.1))
+    fn get_mut(&mut self, key: &PageKey) -> Option<&mut T> {
+        self.0
+            .iter_mut()
+            .find(|(k, _)| *k == (key.0, key.2))
+            .map(|(_, t)| t)
     }
 
-    fn insert(&mut self, key: PageKey) {
-        match self.0.iter_mut().find(|(k, _)| *k == (key.0, key.2)) {
-            Some((_, s)) => {
-                s.insert(key.1);
+    /// The position of a (process, page size)'s `T`, created if needed.
+    fn slot(&mut self, pid: Pid, size: PageSize) -> usize {
+        match self.0.iter().position(|(k, _)| *k == (pid, size)) {
+            Some(i) => i,
+            None => {
+                self.0.push(((pid, size), T::default()));
+                self.0.len() - 1
             }
-            None => self.0.push(((key.0, key.2), FxHashSet::from_iter([key.1]))),
         }
     }
 
-    fn len(&self) -> usize {
-        self.0.iter().map(|(_, s)| s.len()).sum()
+    fn at(&mut self, slot: usize) -> &mut T {
+        &mut self.0[slot].1
+    }
+
+    fn for_key(&mut self, key: &PageKey) -> &mut T {
+        let slot = self.slot(key.0, key.2);
+        self.at(slot)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &T> {
+        self.0.iter().map(|(_, t)| t)
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.0.iter_mut().map(|(_, t)| t)
+    }
+}
+
+/// Page address -> index into the statistics.
+type PageIndex = BySpace<FxHashMap<u64, u32>>;
+
+/// A set of pages.
+type PageSet = BySpace<FxHashSet<u64>>;
+
+impl PageSet {
+    fn contains(&self, key: &PageKey) -> bool {
+        self.get(key).is_some_and(|s| s.contains(&key.1))
+    }
+
+    fn insert(&mut self, key: PageKey) {
+        self.for_key(&key).insert(key.1);
     }
 
     fn remove(&mut self, key: &PageKey) {
-        if let Some((_, s)) = self.0.iter_mut().find(|(k, _)| *k == (key.0, key.2)) {
+        if let Some(s) = self.get_mut(key) {
             s.remove(&key.1);
         }
     }
 
+    fn len(&self) -> usize {
+        self.values().map(FxHashSet::len).sum()
+    }
+
     fn state_bytes(&self) -> usize {
-        self.0.iter().map(|(_, s)| s.capacity() * (8 + 1)).sum()
+        self.values().map(|s| s.capacity() * (8 + 1)).sum()
     }
 }
 
@@ -272,7 +314,7 @@ impl Carrefour {
         Ok(Self {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             period: Some(cfg.sampling_period_high_cycles),
-            index: Vec::new(),
+            index: PageIndex::default(),
             keys: Vec::new(),
             stats: Vec::new(),
             collapses: FxHashMap::default(),
@@ -309,8 +351,8 @@ impl Carrefour {
     /// Bytes of state kept (the paper's figure for this is 5 MB, section 4.4).
     pub fn state_bytes(&self) -> usize {
         self.index
-            .iter()
-            .map(|(_, m)| m.capacity() * (8 + 4 + 1))
+            .values()
+            .map(|m| m.capacity() * (8 + 4 + 1))
             .sum::<usize>()
             + self.keys.capacity() * std::mem::size_of::<PageKey>()
             + self.stats.capacity() * std::mem::size_of::<PageStats>()
@@ -338,9 +380,7 @@ impl Carrefour {
             1
         };
         // Keep the pages seen within the window (all of them are dropped with a window of 1).
-        for (_, m) in &mut self.index {
-            m.clear();
-        }
+        self.index.values_mut().for_each(FxHashMap::clear);
         if window > 1 {
             let mut kept = 0;
             for i in 0..self.stats.len() {
@@ -348,7 +388,7 @@ impl Carrefour {
                     self.stats[kept] = self.stats[i];
                     self.keys[kept] = self.keys[i];
                     let k = self.keys[kept];
-                    Self::map_for(&mut self.index, (k.0, k.2)).insert(k.1, kept as u32);
+                    self.index.for_key(&k).insert(k.1, kept as u32);
                     kept += 1;
                 }
             }
@@ -359,7 +399,6 @@ impl Carrefour {
             self.keys.clear();
         }
         let dense = DenseNodes::new(topology);
-        let dense_of = |id: NodeId| dense.of(id);
         if self.faulted.len() > self.cfg.max_tracked_pages.saturating_mul(4) {
             self.faulted = PageSet::default();
         }
@@ -376,17 +415,12 @@ impl Carrefour {
             let slot = match last {
                 Some((p, z, slot)) if p == s.pid && z == s.page_size => slot,
                 _ => {
-                    Self::map_for(&mut self.index, (s.pid, s.page_size));
-                    let slot = self
-                        .index
-                        .iter()
-                        .position(|(k, _)| *k == (s.pid, s.page_size))
-                        .unwrap_or(0);
+                    let slot = self.index.slot(s.pid, s.page_size);
                     last = Some((s.pid, s.page_size, slot));
                     slot
                 }
             };
-            let map = &mut self.index[slot].1;
+            let map = self.index.at(slot);
             let i = match map.get(&page) {
                 Some(&i) => i as usize,
                 None if self.stats.len() >= self.cfg.max_tracked_pages => continue,
@@ -400,12 +434,12 @@ impl Carrefour {
             };
             let stats = &mut self.stats[i];
             stats.last_epoch = epoch;
-            let Some(node) = dense_of(s.node).map(usize::from) else {
+            let Some(node) = dense.of(s.node).map(usize::from) else {
                 continue;
             };
             // Samples taken while the page was elsewhere say nothing about where it should go
             // now (its first-touch fault, or a node it was moved away from): start afresh.
-            let home = s.home_node.and_then(dense_of);
+            let home = s.home_node.and_then(|h| dense.of(h));
             if home.is_some() && stats.home.is_some() && home != stats.home {
                 *stats = PageStats {
                     last_epoch: epoch,
@@ -428,25 +462,10 @@ impl Carrefour {
         }
     }
 
-    /// The page map of one (process, page size), created if needed.
-    fn map_for(index: &mut PageIndex, key: (Pid, PageSize)) -> &mut FxHashMap<u64, u32> {
-        let pos = match index.iter().position(|(k, _)| *k == key) {
-            Some(p) => p,
-            None => {
-                index.push((key, FxHashMap::default()));
-                index.len() - 1
-            }
-        };
-        &mut index[pos].1
-    }
-
     /// Where a page's statistics are, if it is tracked.
     fn lookup(&self, key: &PageKey) -> Option<usize> {
-        self.index
-            .iter()
-            .find(|(k, _)| *k == (key.0, key.2))
-            .and_then(|(_, m)| m.get(&key.1))
-            .map(|&i| i as usize)
+        let i = self.index.get(key)?.get(&key.1)?;
+        Some(*i as usize)
     }
 
     /// P_node: pick a destination other than `home`, each node weighted by the complement of

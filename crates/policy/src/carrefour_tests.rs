@@ -62,6 +62,14 @@ fn sample(page: u64, node: u16, home: u16, write: bool) -> Sample {
     }
 }
 
+/// A hinting-fault sample on page `p` from `node`, the page being on `home`.
+fn hinting_fault(p: u64, node: u16, home: u16) -> Sample {
+    Sample {
+        source: SampleSource::HintingFault,
+        ..sample(page(p), node, home, false)
+    }
+}
+
 fn observe(e: Epoch) -> Observation {
     let nodes = (0..4)
         .map(|d| {
@@ -595,13 +603,9 @@ fn fault_samples_accumulate_over_a_window_of_epochs() {
     // One hinting fault per page per epoch, from node 2 each time: the first fault seen on a
     // page is taken for its first touch and not counted; with IBS samples each epoch alone
     // decides nothing; with fault samples the third epoch sees two counted samples.
-    let fault = |p: u64, node: u16| Sample {
-        source: SampleSource::HintingFault,
-        ..sample(page(p), node, 0, false)
-    };
     let mut c = carrefour();
     let mut obs = observe(Epoch {
-        samples: (0..20).map(|p| fault(p, 2)).collect(),
+        samples: (0..20).map(|p| hinting_fault(p, 2, 0)).collect(),
         ..Epoch::default()
     });
     for epoch in 0..2 {
@@ -645,15 +649,11 @@ fn a_first_touch_fault_does_not_make_a_private_page_shared() {
     // The initialising thread on node 0 touches the pages (a fault the backend cannot tell
     // from a hinting fault), then only node 2 uses them, and nobody moves them: they go to
     // node 2; they are neither replicated nor interleaved.
-    let fault = |p: u64, node: u16| Sample {
-        source: SampleSource::HintingFault,
-        ..sample(page(p), node, 0, false)
-    };
     let mut c = carrefour();
     let mut actions = Vec::new();
     for (epoch, node) in [(0, 0), (1, 2), (2, 2)] {
         let mut obs = observe(Epoch {
-            samples: (0..20).map(|p| fault(p, node)).collect(),
+            samples: (0..20).map(|p| hinting_fault(p, node, 0)).collect(),
             ..Epoch::default()
         });
         obs.epoch = epoch;
@@ -673,14 +673,10 @@ fn samples_from_before_a_page_moved_are_forgotten() {
     // After its first touch, a fault from node 0 while the page was on node 0, then (after the
     // kernel moved it) a hinting fault from node 2 with the page on node 2: one user now,
     // nothing to do, and certainly no interleaving of a private page.
-    let fault = |p: u64, node: u16, home: u16| Sample {
-        source: SampleSource::HintingFault,
-        ..sample(page(p), node, home, false)
-    };
     let mut c = carrefour();
     for (epoch, node, home) in [(0, 0, 0), (1, 0, 0), (2, 2, 2)] {
         let mut obs = observe(Epoch {
-            samples: (0..20).map(|p| fault(p, node, home)).collect(),
+            samples: (0..20).map(|p| hinting_fault(p, node, home)).collect(),
             ..Epoch::default()
         });
         obs.epoch = epoch;

@@ -80,11 +80,11 @@ enum Workload {
         secs: f64,
     },
     /// Threads pinned to the wrong nodes, each using a block bound to another node (mbind
-    /// with MPOL_F_NUMA_BALANCING, taken by 6.1 and 6.12: NUMA balancing scans the block but moves pages
-    /// only within the policy's one node, that is never): threads 0 and 1 run on nodes 0 and
-    /// 1 with their memory on nodes 1 and 0, and thread 2 runs on node 2 with its memory on
-    /// node 3, whose CPUs are left idle. The kernel cannot move the pinned threads. Reports
-    /// each thread's CPU affinity and where its block is at the end.
+    /// with MPOL_F_NUMA_BALANCING, taken by 6.1 and 6.12: NUMA balancing scans the block but
+    /// moves pages only within the policy's one node, that is never): threads 0 and 1 run on
+    /// nodes 0 and 1 with their memory on nodes 1 and 0, and thread 2 runs on node 2 with its
+    /// memory on node 3, whose CPUs are left idle. The kernel cannot move the pinned threads.
+    /// Reports each thread's CPU affinity and where its block is at the end.
     Misplaced {
         #[arg(long, default_value_t = 12)]
         mib: usize,
@@ -180,24 +180,24 @@ fn touched(mib: usize) -> Vec<u8> {
     v
 }
 
-/// The page-aligned `mib` MiB of `whole` (which has a page to spare), touched page by page
-/// from the calling thread (pinned to node 0), after binding them to node 0 with
-/// MPOL_F_NUMA_BALANCING when `bound`.
-fn touched_on_node0(whole: &mut [u8], mib: usize, bound: bool) -> Result<&mut [u8]> {
+/// The page-aligned first `bytes` (whole pages) of `whole`, which has a page to spare, touched
+/// page by page from the calling thread after binding them to node `bind` with
+/// MPOL_F_NUMA_BALANCING, when given.
+fn touched_in(whole: &mut [u8], bytes: usize, bind: Option<u16>) -> Result<&mut [u8]> {
     let offset = (whole.as_ptr() as usize).next_multiple_of(PAGE) - whole.as_ptr() as usize;
     let buf = whole
-        .get_mut(offset..offset + (mib << 20))
+        .get_mut(offset..offset + bytes / PAGE * PAGE)
         .context("buffer too small")?;
-    if bound {
+    if let Some(node) = bind {
         RealSys::new()
             .mbind(
                 buf.as_ptr() as u64,
                 buf.len() as u64,
                 MemPolicyMode::Bind,
-                &NodeMask::of([0]),
+                &NodeMask::of([node]),
                 true,
             )
-            .map_err(|e| anyhow::anyhow!("mbind to node 0: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("mbind to node {node}: {e}"))?;
     }
     for i in (0..buf.len()).step_by(PAGE) {
         buf[i] = 1;
@@ -257,7 +257,7 @@ fn main() -> Result<()> {
             let bound = matches!(cli.workload, Workload::SharedBuffer { bound: true, .. });
             m.pin(0)?;
             let mut whole = vec![0u8; (mib << 20) + PAGE];
-            let buf = &*touched_on_node0(&mut whole, mib, bound)?;
+            let buf = &*touched_in(&mut whole, mib << 20, bound.then_some(0))?;
             let ptr = buf.as_ptr() as usize;
             let len = buf.len();
             let mut handles = Vec::new();
@@ -284,7 +284,7 @@ fn main() -> Result<()> {
         Workload::Partitioned { mib, secs, bound } => {
             m.pin(0)?;
             let mut whole = vec![0u8; (mib << 20) + PAGE];
-            let buf = touched_on_node0(&mut whole, mib, bound)?;
+            let buf = touched_in(&mut whole, mib << 20, bound.then_some(0))?;
             let block = buf.len() / m.nodes;
             let mut handles = Vec::new();
             for (node, chunk) in buf.chunks_mut(block).enumerate().take(m.nodes) {
@@ -315,27 +315,10 @@ fn main() -> Result<()> {
             let mut handles = Vec::new();
             for (i, home) in [(0usize, 1usize), (1, 0), (2, 3)] {
                 let stop = Arc::clone(&stop);
-                let cpus = m.cpus_of(i);
                 handles.push(std::thread::spawn(move || -> Result<String> {
-                    let mut sys = RealSys::new();
-                    sys.sched_setaffinity(Tid(0), &cpus)
-                        .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
-                    let mut buf = vec![0u8; block + PAGE];
-                    let start = (buf.as_ptr() as usize).next_multiple_of(PAGE);
-                    let offset = start - buf.as_ptr() as usize;
-                    let len = (block / PAGE) * PAGE;
-                    sys.mbind(
-                        start as u64,
-                        len as u64,
-                        MemPolicyMode::Bind,
-                        &NodeMask::of([home as u16]),
-                        true,
-                    )
-                    .map_err(|e| anyhow::anyhow!("mbind to node {home}: {e}"))?;
-                    let used = &mut buf[offset..offset + len];
-                    for p in (0..len).step_by(PAGE) {
-                        used[p] = 1;
-                    }
+                    m.pin(i)?;
+                    let mut whole = vec![0u8; block + PAGE];
+                    let used = touched_in(&mut whole, block, Some(home as u16))?;
                     churn(used, &stop, 16);
                     let status = std::fs::read_to_string("/proc/thread-self/status")
                         .context("reading /proc/thread-self/status")?;

@@ -76,7 +76,7 @@ impl RunReport {
             wall_s: started.elapsed().as_secs_f64(),
             epochs: actions.epochs,
             signals: signals.clone(),
-            stats: machine.stats().clone(),
+            stats: machine.stats(),
             actions,
             rondpoint_cpu_s: cpu_ns as f64 / 1e9,
             rondpoint_peak_rss_bytes: rss,

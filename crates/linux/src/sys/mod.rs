@@ -178,8 +178,9 @@ pub trait Sys {
     /// mbind(2) with no flags: sets the memory policy of a range of the calling process (whole
     /// pages), for the pages it allocates from then on; `numa_balancing` adds
     /// MPOL_F_NUMA_BALANCING (bind only; set_mempolicy takes it since Linux 5.12, and mbind on
-    /// later kernels, 6.1 and 6.12 among them as the testbed shows), which lets NUMA balancing scan the range and move pages within the
-    /// policy's nodes. Used by the testbed's workloads.
+    /// later kernels, 6.1 and 6.12 among them as the testbed shows), which lets NUMA balancing
+    /// scan the range and move pages within the policy's nodes. Used by the testbed's
+    /// workloads.
     fn mbind(
         &mut self,
         addr: u64,
