@@ -781,11 +781,16 @@ impl Policy for Carrefour {
             }
         }
 
-        // Adaptive sampling (section 3.3.1).
+        // Adaptive sampling (section 3.3.1). Sampling stops while no application is above the
+        // MAPTU threshold, which the counters keep measuring; when the traffic is estimated
+        // from the samples themselves, stopping them would blind Carrefour for good, so it only
+        // slows down.
         let acted = actions.len();
         let any_enabled = decisions.iter().any(|d| d.enabled);
-        self.period = if !any_enabled && !apps.is_empty() {
+        self.period = if !any_enabled && !apps.is_empty() && !estimated {
             None
+        } else if !any_enabled && !apps.is_empty() {
+            Some(self.cfg.sampling_period_low_cycles)
         } else if acted >= self.cfg.min_actions_for_high_rate || apps.is_empty() {
             Some(self.cfg.sampling_period_high_cycles)
         } else {

@@ -155,6 +155,26 @@ fn quiet_application_is_left_alone_and_not_sampled() {
 }
 
 #[test]
+fn a_quiet_epoch_does_not_stop_sampling_when_traffic_is_estimated_from_samples() {
+    // Without a PMU the samples are the only sign of traffic: an epoch with too few of them
+    // disables Carrefour for the epoch, but sampling goes on (slower), or the application
+    // could never be seen again.
+    let mut c = carrefour();
+    let mut obs = observe(Epoch {
+        app_accesses: 2,
+        samples: vec![sample(page(0), 2, 0, false), sample(page(0), 2, 0, false)],
+        ..Epoch::default()
+    });
+    obs.counters.estimated = vec![rondpoint_model::Estimate {
+        group: CounterGroup::ThreadDram,
+        how: "sampled accesses".into(),
+    }];
+    assert!(c.decide(&topo(), &obs).is_empty());
+    assert!(!c.last_decisions()[0].enabled);
+    assert_eq!(c.sampling().period_cycles, Some(260_000));
+}
+
+#[test]
 fn page_used_from_one_node_is_co_located() {
     let mut c = carrefour();
     let obs = observe(Epoch {
