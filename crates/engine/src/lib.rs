@@ -102,6 +102,9 @@ pub struct TechniqueTotals {
     pub pages_requested: u64,
     pub pages_done: u64,
     pub bytes_copied: u64,
+    /// Pages that did not end where asked, by reason (the kernel's per-page status, such as
+    /// "EBUSY" or "ENOENT", or why a whole action failed).
+    pub pages_failed_by_reason: BTreeMap<String, u64>,
 }
 
 /// Accounting of a whole run.
@@ -130,6 +133,14 @@ impl Accounting {
         t.pages_requested += outcome.pages_requested;
         t.pages_done += outcome.pages_done;
         t.bytes_copied += outcome.bytes_copied;
+        for (reason, pages) in &outcome.failures {
+            *t.pages_failed_by_reason.entry(reason.clone()).or_default() += pages;
+        }
+        if outcome.status == OutcomeStatus::Failed && outcome.failures.is_empty() {
+            let reason = outcome.note.clone().unwrap_or_else(|| "failed".into());
+            *t.pages_failed_by_reason.entry(reason).or_default() +=
+                limits::pages_of(action).max(outcome.pages_requested);
+        }
     }
 
     /// Pages done by one technique.

@@ -204,3 +204,41 @@ fn wall_clock_wakes_early_when_done() {
     assert!(c.now_ns() < 5_000_000_000, "returned early");
     assert_eq!(polls, 3);
 }
+
+#[test]
+fn pages_that_failed_are_accounted_by_reason() {
+    let action = |n: u64| Action::MigratePages {
+        range: PageRange {
+            pid: Pid(1),
+            start: 0x1000,
+            count: n,
+            page_size: PageSize::Base4K,
+        },
+        to: NodeId(1),
+    };
+    let mut acc = Accounting::default();
+    acc.record(
+        &action(10),
+        &Outcome::for_pages(
+            0,
+            10,
+            7,
+            7 * 4096,
+            vec![("EBUSY".into(), 2), ("ENOENT".into(), 1)],
+        ),
+    );
+    acc.record(&action(4), &Outcome::failed(1, "move_pages: EPERM"));
+    acc.record(
+        &action(3),
+        &Outcome::for_pages(2, 3, 1, 4096, vec![("EBUSY".into(), 2)]),
+    );
+    let t = &acc.by_technique["migrate"];
+    assert_eq!((t.applied, t.partial, t.failed), (0, 2, 1));
+    assert_eq!(
+        t.pages_failed_by_reason,
+        [("EBUSY", 4), ("ENOENT", 1), ("move_pages: EPERM", 4)]
+            .into_iter()
+            .map(|(r, n)| (r.to_string(), n))
+            .collect()
+    );
+}

@@ -116,6 +116,7 @@ struct Sampler {
     format: SampleFormat,
     buffer: Vec<u8>,
     lost: u64,
+    throttled: u64,
 }
 
 /// What one sampler event follows.
@@ -132,6 +133,9 @@ enum SamplerTarget {
 pub struct LiveStats {
     pub samples: u64,
     pub lost_samples: u64,
+    /// Times the kernel throttled the sampler (PERF_RECORD_THROTTLE: more samples per tick
+    /// than kernel.perf_event_max_sample_rate allows); samples are dropped uncounted then.
+    pub sampler_throttled: u64,
     /// Pages of the managed processes per node at the first and the latest epoch.
     pub pages_first: Option<Vec<u64>>,
     pub pages_last: Option<Vec<u64>>,
@@ -412,6 +416,7 @@ impl<S: Sys> LinuxMachine<S> {
             },
             buffer: Vec::new(),
             lost: 0,
+            throttled: 0,
         });
         let cpus: Vec<u32> = self
             .topology
@@ -540,11 +545,18 @@ impl<S: Sys> LinuxMachine<S> {
                                 }
                             }
                             Record::Lost { lost, .. } => sampler.lost += lost,
+                            Record::Throttle => sampler.throttled += 1,
                             _ => {}
                         }
                     }
                 }
-                Err(_) => closed.push(pid),
+                Err(e) => {
+                    // An unreadable ring: this process's sampling stops, and the report says so.
+                    self.signals.sampler_error = Some(format!(
+                        "sampling of {pid} stopped: its ring is unreadable: {e}"
+                    ));
+                    closed.push(pid);
+                }
             }
         }
         // Stop sampling processes that are gone.
@@ -560,6 +572,7 @@ impl<S: Sys> LinuxMachine<S> {
             }
         }
         self.stats.lost_samples = sampler.lost;
+        self.stats.sampler_throttled = sampler.throttled;
         let mut out = Vec::with_capacity(raw.len());
         for (root, s) in raw {
             let (Some(addr), Some(cpu)) = (s.addr, s.cpu) else {

@@ -417,3 +417,33 @@ fn moving_an_application_pins_every_thread_procfs_lists() {
     // and so not listed.
     assert_eq!(pinned, vec![4242, 4243, 4244]);
 }
+
+#[test]
+fn throttling_and_unreadable_rings_are_reported() {
+    let sys = FakeSys::new().with_process(MEMHOG.0, &[(HEAP, 1)]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    m.set_sampling(&sampling());
+    // fd 100: a sample, then PERF_RECORD_THROTTLE (type 5: time, id, stream id).
+    let mut bytes = record(4242, 4244, HEAP, 9);
+    bytes.extend_from_slice(&5u32.to_ne_bytes());
+    bytes.extend_from_slice(&0u16.to_ne_bytes());
+    bytes.extend_from_slice(&32u16.to_ne_bytes());
+    bytes.extend_from_slice(&[0u8; 24]);
+    m.sys.ring_bytes.insert(100, bytes);
+    assert_eq!(m.observe(0).unwrap().samples.len(), 1);
+    assert_eq!(m.stats().sampler_throttled, 1);
+    assert_eq!(m.signals().sampler_error, None);
+    // fd 101: a record whose size is below its header: the process's sampling stops, and the
+    // report says why.
+    let mut bad = Vec::new();
+    bad.extend_from_slice(&9u32.to_ne_bytes());
+    bad.extend_from_slice(&0u16.to_ne_bytes());
+    bad.extend_from_slice(&4u16.to_ne_bytes());
+    m.sys.ring_bytes.insert(101, bad);
+    m.observe(0).unwrap();
+    let why = m.signals().sampler_error.clone().unwrap_or_default();
+    assert!(
+        why.contains("sampling of") && why.contains("unreadable"),
+        "{why}"
+    );
+}

@@ -236,9 +236,10 @@ pub fn render(r: &RunReport) -> String {
     );
     let _ = writeln!(
         out,
-        "   {:>12}   samples ({} lost), from {}",
+        "   {:>12}   samples ({} lost, sampler throttled {} times), from {}",
         r.stats.samples,
         r.stats.lost_samples,
+        r.stats.sampler_throttled,
         r.signals.sampler.as_deref().unwrap_or("no sampler")
     );
     if !r.signals.estimated.is_empty() {
@@ -263,6 +264,19 @@ pub fn render(r: &RunReport) -> String {
             totals.pages_done,
             format::bytes(totals.bytes_copied)
         );
+        if !totals.pages_failed_by_reason.is_empty() {
+            let why: Vec<String> = totals
+                .pages_failed_by_reason
+                .iter()
+                .map(|(reason, pages)| format!("{pages} {reason}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "   {:>12}   {t}: pages not placed: {}",
+                "",
+                why.join(", ")
+            );
+        }
     }
     if r.actions.by_technique.is_empty() {
         let _ = writeln!(out, "   {:>12}   no placement actions", "");
