@@ -9,6 +9,7 @@
 #
 #   testbed/run.sh              # both kernels, every check
 #   KERNELS=linux-image-6.12-cloud-amd64 CHECKS=threads,thp VERBOSE=1 testbed/run.sh
+#   CHECKS=threads REPEAT=5 testbed/run.sh   # each check 5 times in one boot (hunting flakes)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -101,7 +102,7 @@ for meta in $kernels; do
     start=$(date +%s)
     timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -m 2G -smp 4 -nographic -no-reboot \
         -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
-        -append "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise rondpoint.checks=${CHECKS:-all} rondpoint.verbose=${VERBOSE:-0}" \
+        -append "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise rondpoint.checks=${CHECKS:-all} rondpoint.verbose=${VERBOSE:-0} rondpoint.repeat=${REPEAT:-1}" \
         "${numa[@]}" >"$log" 2>&1 || true
     took=$(( $(date +%s) - start ))
     result=$(grep -a -E '^TESTBED: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1 || true)
@@ -111,7 +112,7 @@ for meta in $kernels; do
         failed=1
         continue
     fi
-    grep -a -E '^(ok|FAIL) ' "$log" | sed "s/^/  [$name] /" >&2 || true
+    grep -a -E '^(ok|FAIL|skip) ' "$log" | sed "s/^/  [$name] /" >&2 || true
     grep -a -E '^bench ' "$log" | tr -d '\r' | sed "s/^/  [$name] /" >&2 || true
     if echo "$result" | grep -q '^TESTBED: 0 passed, 0 failed' && [ "${CHECKS:-all}" != bench ]; then
         say "$name: no check ran (CHECKS=${CHECKS:-all}); guest log:"

@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand};
 use rondpoint_linux::actuate;
 use rondpoint_linux::sys::{MemPolicyMode, NodeMask, RealSys, Sys};
 use rondpoint_model::{CpuId, Pid, Tid};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -46,9 +47,11 @@ enum Workload {
         mib: usize,
         #[arg(long, default_value_t = 6.0)]
         secs: f64,
-        /// Bind the buffer to node 0 with MPOL_F_NUMA_BALANCING first: the kernel still scans
-        /// it and takes hinting faults, but moves pages only toward node 0, so the buffer
-        /// leaves node 0 only by someone else's move_pages.
+        /// Bind the buffer to node 0 with MPOL_F_NUMA_BALANCING first, and read it from the
+        /// other nodes only: the kernel still scans it and takes hinting faults, but never
+        /// moves its pages (a fault from a node outside a balancing binding is not misplaced,
+        /// and no reader runs inside it), so any page that leaves node 0 was moved by someone
+        /// else's move_pages.
         #[arg(long)]
         bound: bool,
     },
@@ -59,7 +62,10 @@ enum Workload {
         mib: usize,
         #[arg(long, default_value_t = 6.0)]
         secs: f64,
-        /// Bind the array to node 0 with MPOL_F_NUMA_BALANCING first (as for shared-buffer).
+        /// Bind the array to node 0 with MPOL_F_NUMA_BALANCING first: the kernel still takes
+        /// hinting faults on it but moves none of its pages (faults on blocks 1 and up come
+        /// from outside the binding, and block 0's from the node it is on), so any block that
+        /// reaches its user's node was moved there by someone else's move_pages.
         #[arg(long)]
         bound: bool,
     },
@@ -123,22 +129,24 @@ impl Machine {
     }
 
     /// Pages of `buf[range]` per node, by querying our own placement.
-    fn placement(&self, buf: &[u8]) -> Result<Vec<u64>> {
+    fn placement(&self, buf: &[u8]) -> Result<Placement> {
         let base = buf.as_ptr() as u64;
         let pages: Vec<u64> = (0..buf.len() / PAGE)
             .map(|i| base + (i * PAGE) as u64)
             .collect();
         let status = actuate::query(&mut RealSys::new(), Pid(0), &pages)
             .map_err(|e| anyhow::anyhow!("move_pages query: {e}"))?;
-        let mut per = vec![0u64; self.nodes];
+        let mut p = Placement {
+            per_node: vec![0u64; self.nodes],
+            unplaced: BTreeMap::new(),
+        };
         for s in status {
-            if let Ok(n) = usize::try_from(s) {
-                if n < self.nodes {
-                    per[n] += 1;
-                }
+            match usize::try_from(s) {
+                Ok(n) if n < self.nodes => p.per_node[n] += 1,
+                _ => *p.unplaced.entry(s).or_default() += 1,
             }
         }
-        Ok(per)
+        Ok(p)
     }
 
     /// Whether every 2 MiB-aligned chunk of the buffer is on a single node.
@@ -162,13 +170,22 @@ impl Machine {
     }
 }
 
-fn line(label: &str, per: &[u64]) -> String {
-    let nodes: Vec<String> = per
+/// Where a buffer's pages are: per node, and the pages whose query gave no node, by status
+/// (a negative errno: -ENOENT not present, -EFAULT no page, ...).
+struct Placement {
+    per_node: Vec<u64>,
+    unplaced: BTreeMap<i32, u64>,
+}
+
+fn line(label: &str, p: &Placement) -> String {
+    let mut fields: Vec<String> = p
+        .per_node
         .iter()
         .enumerate()
-        .map(|(i, p)| format!("N{i}={p}"))
+        .map(|(i, n)| format!("N{i}={n}"))
         .collect();
-    format!("mgen {label} {}", nodes.join(" "))
+    fields.extend(p.unplaced.iter().map(|(s, n)| format!("status{s}={n}")));
+    format!("mgen {label} {}", fields.join(" "))
 }
 
 /// A buffer touched page by page from the calling thread.
@@ -261,7 +278,7 @@ fn main() -> Result<()> {
             let ptr = buf.as_ptr() as usize;
             let len = buf.len();
             let mut handles = Vec::new();
-            for node in 0..m.nodes {
+            for node in (0..m.nodes).filter(|&n| !(bound && n == 0)) {
                 let stop = Arc::clone(&stop);
                 let cpus = m.cpus_of(node);
                 handles.push(std::thread::spawn(move || -> Result<u64> {
