@@ -14,7 +14,7 @@
 
 use crate::actuate;
 use crate::perf::ring::{self, Record, SampleFormat};
-use crate::procfs::{ProcError, ProcRoot};
+use crate::procfs::{ProcError, ProcRoot, ThreadSnapshot};
 use crate::sys::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, Sys};
 use crate::thp::{self, ThpMapping};
 use rondpoint_engine::Machine;
@@ -689,7 +689,12 @@ impl<S: Sys> LinuxMachine<S> {
             .collect()
     }
 
-    fn counters(&mut self, samples: &[Sample], duration_ns: u64) -> Counters {
+    fn counters(
+        &mut self,
+        samples: &[Sample],
+        threads_of: &[(Pid, Vec<ThreadSnapshot>)],
+        duration_ns: u64,
+    ) -> Counters {
         let n = self.topology.len();
         let mut nodes: Vec<NodeCounters> = self
             .topology
@@ -715,10 +720,8 @@ impl<S: Sys> LinuxMachine<S> {
         }
         let mut threads = Vec::new();
         let ticks_ns = 1e9 / 100.0; // USER_HZ is 100 on Linux
-        for &pid in &self.managed {
-            let Ok(list) = self.proc.threads(pid) else {
-                continue;
-            };
+        for (pid, list) in threads_of {
+            let pid = *pid;
             for t in list {
                 let before = self
                     .cpu_ticks
@@ -772,13 +775,63 @@ impl<S: Sys> LinuxMachine<S> {
         }
     }
 
-    fn lar(samples: &[Sample]) -> Option<f64> {
-        let known: Vec<&Sample> = samples.iter().filter(|s| s.home_node.is_some()).collect();
-        if known.is_empty() {
-            return None;
+    /// What the policy is told of one process, from its threads as just read (None when it is
+    /// gone).
+    fn process_info(&self, pid: Pid, threads: Vec<ThreadSnapshot>) -> Option<ProcessInfo> {
+        let comm = self.proc.comm(pid).ok().flatten()?;
+        let threads = threads
+            .into_iter()
+            .filter_map(|t| {
+                let cpu = t.cpu?;
+                Some(ThreadInfo {
+                    tid: t.tid,
+                    cpu,
+                    node: self.topology.node_of_cpu(cpu)?,
+                    allowed_cpus: t.allowed_cpus,
+                })
+            })
+            .collect();
+        let mut resident = vec![0u64; self.topology.len()];
+        let mut mapping_policies = Vec::new();
+        if let Ok(Some(maps)) = self.proc.numa_maps(pid) {
+            for (k, m) in maps.iter().enumerate() {
+                let page_bytes = m.page_size_kb.max(4) * 1024;
+                for (node, pages) in &m.pages_by_node {
+                    if let Some(i) = self.topology.index_of(*node) {
+                        resident[i] += pages * page_bytes;
+                    }
+                }
+                // numa_maps gives only starts; a mapping ends at most where the next
+                // begins (addresses in between are unmapped and never sampled).
+                if let Some((mode, nodes, numa_balancing)) = m.explicit_policy() {
+                    mapping_policies.push(MappingPolicy {
+                        start: m.start,
+                        end: maps.get(k + 1).map_or(u64::MAX, |n| n.start),
+                        mode,
+                        nodes,
+                        numa_balancing,
+                    });
+                }
+            }
         }
-        let local = known.iter().filter(|s| s.home_node == Some(s.node)).count();
-        Some(local as f64 / known.len() as f64)
+        Some(ProcessInfo {
+            pid,
+            comm,
+            threads,
+            resident_bytes_by_node: resident,
+            mapping_policies,
+        })
+    }
+
+    /// Local share of the samples whose page node is known.
+    fn lar(samples: &[Sample]) -> Option<f64> {
+        let (known, local) = samples
+            .iter()
+            .filter_map(|s| s.home_node.map(|h| h == s.node))
+            .fold((0u64, 0u64), |(k, l), is_local| {
+                (k + 1, l + u64::from(is_local))
+            });
+        (known > 0).then(|| local as f64 / known as f64)
     }
 
     fn check_exit(&mut self) {
@@ -810,52 +863,8 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.managed
             .iter()
             .filter_map(|&pid| {
-                let comm = self.proc.comm(pid).ok().flatten()?;
-                let threads = self
-                    .proc
-                    .threads(pid)
-                    .ok()?
-                    .into_iter()
-                    .filter_map(|t| {
-                        let cpu = t.cpu?;
-                        Some(ThreadInfo {
-                            tid: t.tid,
-                            cpu,
-                            node: self.topology.node_of_cpu(cpu)?,
-                            allowed_cpus: t.allowed_cpus,
-                        })
-                    })
-                    .collect();
-                let mut resident = vec![0u64; self.topology.len()];
-                let mut mapping_policies = Vec::new();
-                if let Ok(Some(maps)) = self.proc.numa_maps(pid) {
-                    for (k, m) in maps.iter().enumerate() {
-                        let page_bytes = m.page_size_kb.max(4) * 1024;
-                        for (node, pages) in &m.pages_by_node {
-                            if let Some(i) = self.topology.index_of(*node) {
-                                resident[i] += pages * page_bytes;
-                            }
-                        }
-                        // numa_maps gives only starts; a mapping ends at most where the next
-                        // begins (addresses in between are unmapped and never sampled).
-                        if let Some((mode, nodes, numa_balancing)) = m.explicit_policy() {
-                            mapping_policies.push(MappingPolicy {
-                                start: m.start,
-                                end: maps.get(k + 1).map_or(u64::MAX, |n| n.start),
-                                mode,
-                                nodes,
-                                numa_balancing,
-                            });
-                        }
-                    }
-                }
-                Some(ProcessInfo {
-                    pid,
-                    comm,
-                    threads,
-                    resident_bytes_by_node: resident,
-                    mapping_policies,
-                })
+                let threads = self.proc.threads(pid).ok()?;
+                self.process_info(pid, threads)
             })
             .collect()
     }
@@ -887,10 +896,19 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         let start_ns =
             u64::try_from(self.epoch_start.duration_since(self.start).as_nanos()).unwrap_or(0);
         self.epoch_start = now;
-        let counters = self.counters(&samples, duration_ns);
+        // One read of each process's threads serves the counters and the policy, and one
+        // numa_maps read per process serves the policy and the report.
+        let threads_of: Vec<(Pid, Vec<ThreadSnapshot>)> = self
+            .managed
+            .iter()
+            .filter_map(|&pid| Some((pid, self.proc.threads(pid).ok()?)))
+            .collect();
+        let counters = self.counters(&samples, &threads_of, duration_ns);
         let lar = Self::lar(&samples);
-        // One numa_maps read per process and epoch serves the policy and the report.
-        let processes = self.processes();
+        let processes: Vec<ProcessInfo> = threads_of
+            .into_iter()
+            .filter_map(|(pid, threads)| self.process_info(pid, threads))
+            .collect();
         if !self.managed.is_empty() {
             let mut pages = vec![0u64; self.topology.len()];
             for p in &processes {
