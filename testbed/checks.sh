@@ -115,12 +115,22 @@ check_carrefour_partitioned() {
     fi
 }
 
-# The kernel's NUMA scanner, made faster for the checks that need several hinting faults per
-# page within seconds (debugfs; the defaults are 1000 ms delay, periods 1000 to 60000 ms).
-scanner() {
-    d=/sys/kernel/debug/sched/numa_balancing
-    echo "$1" > "$d/scan_delay_ms" && echo "$2" > "$d/scan_period_min_ms" && echo "$3" > "$d/scan_period_max_ms"
+# The kernel's NUMA scanner (debugfs; the defaults are 1000 ms delay, periods 1000 to
+# 60000 ms): `scanner_fast` saves its settings and runs it every 100 to 500 ms, for the checks
+# that need several hinting faults per page within seconds; `scanner_restore` puts them back.
+scanner_dir=/sys/kernel/debug/sched/numa_balancing
+scanner_set() {
+    echo "$1" > "$scanner_dir/scan_delay_ms" && echo "$2" > "$scanner_dir/scan_period_min_ms" \
+        && echo "$3" > "$scanner_dir/scan_period_max_ms"
 }
+scanner_fast() {
+    scanner_saved="$(cat "$scanner_dir/scan_delay_ms") $(cat "$scanner_dir/scan_period_min_ms") $(cat "$scanner_dir/scan_period_max_ms")"
+    scanner_set 100 100 500
+}
+# shellcheck disable=SC2086 # three numbers, split on purpose
+scanner_restore() { scanner_set $scanner_saved; }
+# The sampler's health in rondpoint's report, for failure messages.
+sampler_state() { echo "$1" | grep -oE '"(sampler_throttled|sampler_error)": [^,]*' | tr '\n' ' '; }
 # Why pages were not placed, from rondpoint's report (pages_failed_by_reason, all techniques).
 not_placed() { echo "$1" | awk '/"pages_failed_by_reason": \{/ {inside = 1; next} inside && /\}/ {inside = 0} inside {gsub(/[ ",]/, ""); printf "%s ", $0}'; }
 # A field of rondpoint's report on the kernel's own balancing (stats.kernel_balancing).
@@ -135,9 +145,9 @@ kernel_moved() { echo "$1" | sed -n 's/.*"pages_migrated": \([0-9]*\).*/\1/p' | 
 # and the kernel's migrations (machine-wide, so rondpoint's own memory and the workload's other
 # pages count too) are fewer than the pages that left node 0.
 check_carrefour_own_shared() {
-    balancing 1; thp never; scanner 100 100 500
+    balancing 1; thp never; scanner_fast
     out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen shared-buffer --bound --mib 8 --secs 20 2>/tmp/run.err)
-    scanner 1000 1000 60000
+    scanner_restore
     line=$(echo "$out" | grep '^mgen placement')
     t=$(total "$line"); n0=$(field "$line" N0)
     off=$(( t - n0 ))
@@ -147,7 +157,7 @@ check_carrefour_own_shared() {
         && [ "${kmoved:-1000000}" -lt "$off" ]; then
         ok carrefour-own-shared "$off of $t pages left node 0, rondpoint placed $placed, the kernel migrated $kmoved, $(samples_seen "$out") samples ($line)"
     else
-        bad carrefour-own-shared "$off of $t pages left node 0, rondpoint placed $placed (not placed: $(not_placed "$out")), the kernel migrated ${kmoved:-?}, $(samples_seen "$out") samples, $(echo "$out" | grep -o '"sampler_throttled": [0-9]*'), $(echo "$out" | grep -o '"sampler_error": [^,]*') ($line)"
+        bad carrefour-own-shared "$off of $t pages left node 0, rondpoint placed $placed (not placed: $(not_placed "$out")), the kernel migrated ${kmoved:-?}, $(samples_seen "$out") samples, $(sampler_state "$out")($line)"
     fi
 }
 
@@ -161,9 +171,9 @@ check_carrefour_own_partitioned() {
             skip carrefour-own-partitioned "on 6.1, move_pages reports one bound block's pages absent (EFAULT or ENOENT) whenever rondpoint tries to move them (docs/testbed.md)"
             return ;;
     esac
-    balancing 1; thp never; scanner 100 100 500
+    balancing 1; thp never; scanner_fast
     out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen partitioned --bound --mib 8 --secs 12 2>/tmp/run.err)
-    scanner 1000 1000 60000
+    scanner_restore
     good=0; t=0
     for n in 0 1 2 3; do
         line=$(echo "$out" | grep "^mgen block $n ")
@@ -176,7 +186,7 @@ check_carrefour_own_partitioned() {
     if [ "$good" -eq 4 ] && [ "$spread" = 0 ] && [ "$moved" -ge $(( t / 2 )) ] && [ "${kmoved:-1000000}" -lt "$moved" ]; then
         ok carrefour-own-partitioned "rondpoint moved $moved pages, the kernel migrated $kmoved, $(samples_seen "$out") samples"
     else
-        bad carrefour-own-partitioned "$good of 4 blocks on their node, rondpoint moved $moved pages (not placed: $(not_placed "$out")) and spread $spread, the kernel migrated ${kmoved:-?}, $(samples_seen "$out") samples: $(echo "$out" | grep '^mgen block' | tr '\n' ';')"
+        bad carrefour-own-partitioned "$good of 4 blocks on their node, rondpoint moved $moved pages (not placed: $(not_placed "$out")) and spread $spread, the kernel migrated ${kmoved:-?}, $(samples_seen "$out") samples, $(sampler_state "$out"): $(echo "$out" | grep '^mgen block' | tr '\n' ';')"
     fi
 }
 

@@ -787,11 +787,10 @@ impl Policy for Carrefour {
         // slows down.
         let acted = actions.len();
         let any_enabled = decisions.iter().any(|d| d.enabled);
-        self.period = if !any_enabled && !apps.is_empty() && !estimated {
+        let quiet = !any_enabled && !apps.is_empty();
+        self.period = if quiet && !estimated {
             None
-        } else if !any_enabled && !apps.is_empty() {
-            Some(self.cfg.sampling_period_low_cycles)
-        } else if acted >= self.cfg.min_actions_for_high_rate || apps.is_empty() {
+        } else if !quiet && (acted >= self.cfg.min_actions_for_high_rate || apps.is_empty()) {
             Some(self.cfg.sampling_period_high_cycles)
         } else {
             Some(self.cfg.sampling_period_low_cycles)
