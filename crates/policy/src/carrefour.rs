@@ -43,10 +43,9 @@ use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
-    AccessKind, Action, CounterGroup, NodeId, Observation, PageRange, PageSize, Pid, SampleSource,
-    SamplingRequest, Topology,
+    Action, CounterGroup, NodeId, Observation, PageRange, PageSize, Pid, SamplingRequest, Topology,
 };
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -141,11 +140,13 @@ impl Default for CarrefourConfig {
     }
 }
 
-/// Most nodes whose sample counts are kept per page; accesses from nodes beyond are still
-/// seen in the node mask that drives decisions.
-pub const COUNTED_NODES: usize = 16;
+pub use pages::COUNTED_NODES;
+use pages::{PageKey, PageTable};
 
-/// Sampled accesses to one page in the current epoch.
+#[path = "carrefour_pages.rs"]
+mod pages;
+
+/// Sampled accesses to one page within the statistics window (see [`Carrefour::page_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PageStats {
     /// Samples from each node (dense index, saturating at 255), for the first
@@ -153,100 +154,11 @@ pub struct PageStats {
     pub by_node: [u8; COUNTED_NODES],
     /// Nodes that accessed it (bit per dense node index; up to 64 nodes).
     pub node_mask: u64,
+    /// Samples (saturating at 65,535), and of them writes.
     pub samples: u32,
     pub writes: u32,
     /// Where the page was, per the latest sample that knew (dense index).
     pub home: Option<u16>,
-    /// The last epoch a sample fell in this page.
-    pub last_epoch: u32,
-}
-
-type PageKey = (Pid, u64, PageSize);
-
-/// One `T` per (process, page size), for maps and sets keyed by a bare page address: hashing
-/// an address is one multiplication, 8-byte keys pack twice as densely as (pid, address, size)
-/// keys, and samples come in long runs of one process.
-#[derive(Debug)]
-struct BySpace<T>(Vec<((Pid, PageSize), T)>);
-
-impl<T> Default for BySpace<T> {
-    fn default() -> Self {
-        Self(Vec::new())
-    }
-}
-
-impl<T: Default> BySpace<T> {
-    fn get(&self, key: &PageKey) -> Option<&T> {
-        self.0
-            .iter()
-            .find(|(k, _)| *k == (key.0, key.2))
-            .map(|(_, t)| t)
-    }
-
-    fn get_mut(&mut self, key: &PageKey) -> Option<&mut T> {
-        self.0
-            .iter_mut()
-            .find(|(k, _)| *k == (key.0, key.2))
-            .map(|(_, t)| t)
-    }
-
-    /// The position of a (process, page size)'s `T`, created if needed.
-    fn slot(&mut self, pid: Pid, size: PageSize) -> usize {
-        match self.0.iter().position(|(k, _)| *k == (pid, size)) {
-            Some(i) => i,
-            None => {
-                self.0.push(((pid, size), T::default()));
-                self.0.len() - 1
-            }
-        }
-    }
-
-    fn at(&mut self, slot: usize) -> &mut T {
-        &mut self.0[slot].1
-    }
-
-    fn for_key(&mut self, key: &PageKey) -> &mut T {
-        let slot = self.slot(key.0, key.2);
-        self.at(slot)
-    }
-
-    fn values(&self) -> impl Iterator<Item = &T> {
-        self.0.iter().map(|(_, t)| t)
-    }
-
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.0.iter_mut().map(|(_, t)| t)
-    }
-}
-
-/// Page address -> index into the statistics.
-type PageIndex = BySpace<FxHashMap<u64, u32>>;
-
-/// A set of pages.
-type PageSet = BySpace<FxHashSet<u64>>;
-
-impl PageSet {
-    fn contains(&self, key: &PageKey) -> bool {
-        self.get(key).is_some_and(|s| s.contains(&key.1))
-    }
-
-    fn insert(&mut self, key: PageKey) {
-        self.for_key(&key).insert(key.1);
-    }
-
-    fn remove(&mut self, key: &PageKey) {
-        if let Some(s) = self.get_mut(key) {
-            s.remove(&key.1);
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.values().map(FxHashSet::len).sum()
-    }
-
-    fn state_bytes(&self) -> usize {
-        self.values().map(|s| s.capacity() * (8 + 1)).sum()
-    }
 }
 
 /// What Carrefour decided for one application in the last epoch (for reports and tests).
@@ -266,20 +178,12 @@ pub struct Carrefour {
     cfg: CarrefourConfig,
     rng: Pcg64Mcg,
     period: Option<u64>,
-    /// Page address -> index into `stats`, one map per (process, page size): hashing a bare
-    /// address is one multiplication, and samples come in long runs of one process. The
-    /// statistics themselves sit densely in first-sample order, which also fixes the order of
-    /// decisions.
-    index: PageIndex,
-    /// Each tracked page's key, beside its statistics in `stats` (same position): the samples
-    /// touch only the statistics, so the key stays out of their cache lines.
-    keys: Vec<PageKey>,
-    stats: Vec<PageStats>,
-    collapses: FxHashMap<PageKey, u32>,
-    replicated: PageSet,
+    /// Every page's statistics and what is remembered of it (replicated, collapses), in one
+    /// table: a sample costs one memory access.
+    pages: PageTable,
     /// Pages that have had a hinting-fault sample (the first is taken for the first touch);
     /// forgotten in one go beyond four times `max_tracked_pages`.
-    faulted: PageSet,
+    faulted: FxHashSet<PageKey>,
     pending_replication: BTreeMap<Pid, FxHashSet<PageKey>>,
     replicating: FxHashSet<Pid>,
     last_global: Option<GlobalMetrics>,
@@ -301,8 +205,24 @@ impl Carrefour {
         if cfg.sampling_period_high_cycles == 0 || cfg.sampling_period_low_cycles == 0 {
             return Err(bad("sampling periods must be positive".into()));
         }
-        if cfg.min_samples_per_page == 0 {
-            return Err(bad("min_samples_per_page must be at least 1".into()));
+        if cfg.min_samples_per_page == 0 || cfg.min_samples_per_page > u32::from(u16::MAX) {
+            return Err(bad(format!(
+                "min_samples_per_page must be between 1 and {} (samples per page are counted \
+                 in 16 bits)",
+                u16::MAX
+            )));
+        }
+        if cfg.max_collapses_per_page >= pages::MAX_COLLAPSES {
+            return Err(bad(format!(
+                "max_collapses_per_page must be below {} (collapses are counted up to that)",
+                pages::MAX_COLLAPSES
+            )));
+        }
+        if cfg.fault_sample_window_epochs > pages::MAX_WINDOW_EPOCHS {
+            return Err(bad(format!(
+                "fault_sample_window_epochs must be at most {}",
+                pages::MAX_WINDOW_EPOCHS
+            )));
         }
         if let Some(f) = cfg.replication_min_free_fraction {
             if !(0.0..=1.0).contains(&f) {
@@ -314,12 +234,8 @@ impl Carrefour {
         Ok(Self {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
             period: Some(cfg.sampling_period_high_cycles),
-            index: PageIndex::default(),
-            keys: Vec::new(),
-            stats: Vec::new(),
-            collapses: FxHashMap::default(),
-            replicated: PageSet::default(),
-            faulted: PageSet::default(),
+            pages: PageTable::default(),
+            faulted: FxHashSet::default(),
             pending_replication: BTreeMap::new(),
             replicating: FxHashSet::default(),
             last_global: None,
@@ -345,20 +261,28 @@ impl Carrefour {
 
     /// Pages tracked in the last epoch.
     pub fn tracked_pages(&self) -> usize {
-        self.stats.len()
+        self.pages.tracked()
+    }
+
+    /// A page's sampled accesses within the statistics window (per-page access counts by node
+    /// and by type, Table 2), if it is tracked; `addr` is any address in the page.
+    pub fn page_stats(&self, pid: Pid, addr: u64, page_size: PageSize) -> Option<PageStats> {
+        let (i, s) = self
+            .pages
+            .get(&(pid, page_size.align_down(addr), page_size))?;
+        self.pages.is_current(i).then(|| PageStats {
+            by_node: s.by_node,
+            node_mask: s.node_mask,
+            samples: u32::from(s.samples),
+            writes: u32::from(s.writes),
+            home: s.home().map(|h| h as u16),
+        })
     }
 
     /// Bytes of state kept (the paper's figure for this is 5 MB, section 4.4).
     pub fn state_bytes(&self) -> usize {
-        self.index
-            .values()
-            .map(|m| m.capacity() * (8 + 4 + 1))
-            .sum::<usize>()
-            + self.keys.capacity() * std::mem::size_of::<PageKey>()
-            + self.stats.capacity() * std::mem::size_of::<PageStats>()
-            + self.collapses.capacity() * (std::mem::size_of::<PageKey>() + 12)
-            + self.replicated.state_bytes()
-            + self.faulted.state_bytes()
+        self.pages.state_bytes()
+            + self.faulted.capacity() * (std::mem::size_of::<PageKey>() + 1)
             + self
                 .pending_replication
                 .values()
@@ -373,183 +297,131 @@ impl Carrefour {
     /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`);
     /// `fault_samples` of them are page faults.
     fn ingest(&mut self, topology: &Topology, obs: &Observation, fault_samples: u64) {
-        let epoch = obs.epoch as u32;
         let window = if 2 * fault_samples > obs.samples.len() as u64 {
             self.cfg.fault_sample_window_epochs.max(1)
         } else {
             1
         };
-        // Keep the pages seen within the window (all of them are dropped with a window of 1).
-        self.index.values_mut().for_each(FxHashMap::clear);
-        if window > 1 {
-            let mut kept = 0;
-            for i in 0..self.stats.len() {
-                if epoch.saturating_sub(self.stats[i].last_epoch) < window {
-                    self.stats[kept] = self.stats[i];
-                    self.keys[kept] = self.keys[i];
-                    let k = self.keys[kept];
-                    self.index.for_key(&k).insert(k.1, kept as u32);
-                    kept += 1;
-                }
-            }
-            self.stats.truncate(kept);
-            self.keys.truncate(kept);
-        } else {
-            self.stats.clear();
-            self.keys.clear();
-        }
+        self.pages.begin_epoch(obs.epoch, window);
         let dense = DenseNodes::new(topology);
         if self.faulted.len() > self.cfg.max_tracked_pages.saturating_mul(4) {
-            self.faulted = PageSet::default();
+            self.faulted = FxHashSet::default();
         }
-        let mut last: Option<(Pid, PageSize, usize)> = None;
-        for s in &obs.samples {
-            let page = s.page();
-            if s.source == SampleSource::HintingFault {
-                let key = (s.pid, page, s.page_size);
-                if !self.faulted.contains(&key) {
-                    self.faulted.insert(key);
-                    continue;
-                }
-            }
-            let slot = match last {
-                Some((p, z, slot)) if p == s.pid && z == s.page_size => slot,
-                _ => {
-                    let slot = self.index.slot(s.pid, s.page_size);
-                    last = Some((s.pid, s.page_size, slot));
-                    slot
-                }
-            };
-            let map = self.index.at(slot);
-            let i = match map.get(&page) {
-                Some(&i) => i as usize,
-                None if self.stats.len() >= self.cfg.max_tracked_pages => continue,
-                None => {
-                    let i = self.stats.len();
-                    map.insert(page, i as u32);
-                    self.keys.push((s.pid, page, s.page_size));
-                    self.stats.push(PageStats::default());
-                    i
-                }
-            };
-            let stats = &mut self.stats[i];
-            stats.last_epoch = epoch;
-            let Some(node) = dense.of(s.node).map(usize::from) else {
-                continue;
-            };
-            // Samples taken while the page was elsewhere say nothing about where it should go
-            // now (its first-touch fault, or a node it was moved away from): start afresh.
-            let home = s.home_node.and_then(|h| dense.of(h));
-            if home.is_some() && stats.home.is_some() && home != stats.home {
-                *stats = PageStats {
-                    last_epoch: epoch,
-                    ..PageStats::default()
-                };
-            }
-            if node < 64 {
-                stats.node_mask |= 1 << node;
-            }
-            if let Some(c) = stats.by_node.get_mut(node) {
-                *c = c.saturating_add(1);
-            }
-            stats.samples += 1;
-            if s.kind == AccessKind::Write {
-                stats.writes += 1;
-            }
-            if home.is_some() {
-                stats.home = home;
-            }
-        }
+        self.pages.count(
+            &obs.samples,
+            &dense,
+            &mut self.faulted,
+            self.cfg.max_tracked_pages,
+        );
     }
+}
 
-    /// Where a page's statistics are, if it is tracked.
-    fn lookup(&self, key: &PageKey) -> Option<usize> {
-        let i = self.index.get(key)?.get(&key.1)?;
-        Some(*i as usize)
-    }
+/// P_migrate and P_node of one application's interleaving (section 3.2.2), worked out once an
+/// epoch: a page moves away from its node with probability P_migrate (that node's share of the
+/// traffic) to a node drawn with probability P_node (weights: the complement of each node's
+/// share, so the least loaded node is the likeliest).
+struct Interleaving {
+    /// Each dense node's share of the traffic.
+    share: Vec<f64>,
+    /// The memory nodes in order, with their weights.
+    weights: Vec<(usize, f64)>,
+    /// For each node the page may be on (and last, for an unknown node), the sum of the
+    /// other memory nodes' weights.
+    sums: Vec<f64>,
+}
 
-    /// P_node: pick a destination other than `home`, each node weighted by the complement of
-    /// its share of the machine's (or application's) memory traffic.
-    fn draw_destination(
-        &mut self,
-        maptu_by_node: &[f64],
-        home: Option<usize>,
-        memory_nodes: &[usize],
-    ) -> Option<usize> {
+impl Interleaving {
+    fn new(maptu_by_node: &[f64], memory_nodes: &[usize], nodes: usize) -> Self {
         let total: f64 = maptu_by_node.iter().sum();
-        let share = |n: usize| {
-            if total > 0.0 {
-                maptu_by_node.get(n).copied().unwrap_or(0.0) / total
-            } else {
-                0.0
-            }
-        };
-        // P_migrate: the current node's share of the traffic.
-        let p_migrate = match home {
-            Some(h) => share(h),
-            None => 1.0,
-        };
-        if self.rng.random::<f64>() >= p_migrate {
-            return None;
-        }
-        let candidates: Vec<(usize, f64)> = memory_nodes
-            .iter()
-            .copied()
-            .filter(|&n| Some(n) != home)
-            .map(|n| (n, (1.0 - share(n)).max(0.0)))
+        let share: Vec<f64> = (0..nodes)
+            .map(|n| {
+                if total > 0.0 {
+                    maptu_by_node.get(n).copied().unwrap_or(0.0) / total
+                } else {
+                    0.0
+                }
+            })
             .collect();
-        let sum: f64 = candidates.iter().map(|c| c.1).sum();
-        if candidates.is_empty() {
+        let weights: Vec<(usize, f64)> = memory_nodes
+            .iter()
+            .map(|&n| (n, (1.0 - share.get(n).copied().unwrap_or(0.0)).max(0.0)))
+            .collect();
+        let sums = (0..=nodes)
+            .map(|home| {
+                weights
+                    .iter()
+                    .filter(|&&(n, _)| n != home)
+                    .map(|&(_, w)| w)
+                    .sum()
+            })
+            .collect();
+        Self {
+            share,
+            weights,
+            sums,
+        }
+    }
+
+    /// Where a page on `home` (dense index, if known) goes, if it moves.
+    fn draw(&self, rng: &mut Pcg64Mcg, home: Option<usize>) -> Option<usize> {
+        let p_migrate = home.map_or(1.0, |h| self.share.get(h).copied().unwrap_or(0.0));
+        if rng.random::<f64>() >= p_migrate {
             return None;
         }
+        let candidates = || self.weights.iter().filter(move |&&(n, _)| Some(n) != home);
+        let first = candidates().next()?.0;
+        let sum = match self.sums.get(home.unwrap_or(self.share.len())) {
+            Some(&sum) => sum,
+            None => candidates().map(|&(_, w)| w).sum(),
+        };
         if sum <= 0.0 {
-            return candidates.first().map(|c| c.0);
+            return Some(first);
         }
-        let mut x = self.rng.random::<f64>() * sum;
-        for &(n, w) in &candidates {
+        let mut x = rng.random::<f64>() * sum;
+        let mut chosen = first;
+        for &(n, w) in candidates() {
+            chosen = n;
             if x < w {
-                return Some(n);
+                break;
             }
             x -= w;
         }
-        candidates.last().map(|c| c.0)
+        Some(chosen)
     }
 }
 
 /// Merges single-page actions on contiguous pages with the same target into ranges.
-fn coalesce(mut actions: Vec<Action>) -> Vec<Action> {
-    // Actions with the same target sort together: the node list enters the key as a hash
-    // (no allocation per key); a collision only puts two lists side by side, and merging still
-    // compares the lists themselves.
-    fn nodes_hash(nodes: &[NodeId]) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = rustc_hash::FxHasher::default();
-        nodes.hash(&mut h);
-        h.finish()
-    }
-    fn key(a: &Action) -> Option<(u8, Pid, PageSize, u64, u64)> {
-        match a {
-            Action::MigratePages { range, to } => {
-                Some((0, range.pid, range.page_size, u64::from(to.0), range.start))
+fn coalesce(actions: Vec<Action>) -> Vec<Action> {
+    // Actions with the same technique, process, page size and target sort together, by start
+    // address. The sort key is one integer: (technique, pid, page size, target) above the
+    // start address. A single target node enters as its number; a list of several as a hash
+    // above every node number (a collision only puts two lists side by side: merging still
+    // compares the lists themselves). Actions on no page range sort first.
+    fn target(nodes: &[NodeId]) -> u64 {
+        match nodes {
+            [one] => u64::from(one.0),
+            _ => {
+                use std::hash::{Hash, Hasher};
+                let mut h = rustc_hash::FxHasher::default();
+                nodes.hash(&mut h);
+                (1 << 28) | (h.finish() & ((1 << 28) - 1))
             }
-            Action::Interleave { range, nodes } => Some((
-                1,
-                range.pid,
-                range.page_size,
-                nodes_hash(nodes),
-                range.start,
-            )),
-            Action::Replicate { range, nodes } => Some((
-                2,
-                range.pid,
-                range.page_size,
-                nodes_hash(nodes),
-                range.start,
-            )),
-            _ => None,
         }
     }
-    actions.sort_by_cached_key(key);
+    fn key(a: &Action) -> u128 {
+        let (technique, range, target) = match a {
+            Action::MigratePages { range, to } => (1, range, u64::from(to.0)),
+            Action::Interleave { range, nodes } => (2, range, target(nodes)),
+            Action::Replicate { range, nodes } => (3, range, target(nodes)),
+            _ => return 0,
+        };
+        let huge = u64::from(range.page_size == PageSize::Huge2M);
+        let group = technique << 62 | u64::from(range.pid.0 as u32) << 30 | huge << 29 | target;
+        u128::from(group) << 64 | u128::from(range.start)
+    }
+    let mut keyed: Vec<(u128, Action)> = actions.into_iter().map(|a| (key(&a), a)).collect();
+    keyed.sort_unstable_by_key(|(k, _)| *k);
+    let actions = keyed.into_iter().map(|(_, a)| a);
     let mut out: Vec<Action> = Vec::with_capacity(actions.len());
     for a in actions {
         if let Some(last) = out.last_mut() {
@@ -607,8 +479,11 @@ impl Policy for Carrefour {
         self.ingest(topology, obs, apps.iter().map(|a| a.fault_samples).sum());
         for c in &obs.collapses {
             let key = (c.page.pid, c.page.start, c.page.page_size);
-            *self.collapses.entry(key).or_default() += c.count;
-            self.replicated.remove(&key);
+            if let Some(i) = self.pages.entry_for(&key) {
+                let slot = self.pages.slot_mut(i);
+                slot.add_collapses(c.count);
+                slot.set_replicated(false);
+            }
         }
         let min_free = self
             .cfg
@@ -664,41 +539,64 @@ impl Policy for Carrefour {
             thread_nodes.insert(p.pid, v);
         }
 
-        let decision_of: FxHashMap<Pid, usize> = decisions
+        // Each space's (process, page size) application decision, and its interleaving odds.
+        let decision_of: Vec<Option<usize>> = self
+            .pages
+            .spaces()
             .iter()
-            .enumerate()
-            .map(|(i, d)| (d.pid, i))
+            .map(|(pid, _)| decisions.iter().position(|d| d.pid == *pid))
+            .collect();
+        let odds: Vec<Option<Interleaving>> = decisions
+            .iter()
+            .map(|d| {
+                d.interleaving.then(|| {
+                    let by_node = match (&d.metrics.maptu_by_node, self.cfg.per_application) {
+                        (Some(own), true) => own.as_slice(),
+                        _ => global.maptu_by_node.as_slice(),
+                    };
+                    Interleaving::new(by_node, &memory_nodes, n)
+                })
+            })
             .collect();
 
         // Page-local decisions, in the order pages were first sampled (deterministic).
         let mut actions = Vec::new();
-        for i in 0..self.stats.len() {
-            let (key, stats) = (self.keys[i], self.stats[i]);
-            if stats.samples < self.cfg.min_samples_per_page {
+        let mut acted = Vec::new();
+        let current = self.pages.current();
+        for (k, &i) in current.iter().enumerate() {
+            if let Some(&ahead) = current.get(k + 16) {
+                self.pages.prefetch(ahead as usize);
+            }
+            let i = i as usize;
+            let slot = *self.pages.slot(i);
+            if u32::from(slot.samples) < self.cfg.min_samples_per_page {
                 continue;
             }
-            let Some(d) = decision_of.get(&key.0).map(|&i| &decisions[i]) else {
+            let space = PageTable::space_of_key(slot.packed_key());
+            let Some(k) = decision_of.get(space).copied().flatten() else {
                 continue;
             };
+            let d = &decisions[k];
             if !d.enabled {
                 continue;
             }
+            let key = self.pages.page(slot.packed_key());
             let range = PageRange::page_of(key.0, key.1, key.2);
-            let home = stats.home.map(usize::from);
-            if stats.node_mask.count_ones() == 1 {
-                let node = stats.node_mask.trailing_zeros() as usize;
+            let home = slot.home();
+            if slot.node_mask.count_ones() == 1 {
+                let node = slot.node_mask.trailing_zeros() as usize;
                 if d.co_location && home != Some(node) {
                     actions.push(Action::MigratePages {
                         range,
                         to: topology.nodes()[node].id,
                     });
+                    acted.push(i);
                 }
                 continue;
             }
-            let read_only = stats.writes == 0;
-            let collapsed = self.collapses.get(&key).copied().unwrap_or(0);
-            if read_only && d.replication && collapsed <= self.cfg.max_collapses_per_page {
-                if !self.replicated.contains(&key) {
+            let read_only = slot.writes == 0;
+            if read_only && d.replication && slot.collapses() <= self.cfg.max_collapses_per_page {
+                if !slot.replicated() {
                     self.pending_replication
                         .entry(key.0)
                         .or_default()
@@ -706,32 +604,21 @@ impl Policy for Carrefour {
                 }
                 continue;
             }
-            if d.interleaving {
-                let by_node = match (&d.metrics.maptu_by_node, self.cfg.per_application) {
-                    (Some(own), true) => own.as_slice(),
-                    _ => global.maptu_by_node.as_slice(),
-                };
-                if let Some(dest) = self.draw_destination(by_node, home, &memory_nodes) {
+            if let Some(odds) = &odds[k] {
+                if let Some(dest) = odds.draw(&mut self.rng, home) {
                     actions.push(Action::Interleave {
                         range,
                         nodes: vec![topology.nodes()[dest].id],
                     });
+                    acted.push(i);
                 }
             }
         }
 
         // A page acted on starts afresh (statistics kept over a window would otherwise decide
         // it again on the same evidence).
-        for a in &actions {
-            if let Action::MigratePages { range, .. } | Action::Interleave { range, .. } = a {
-                if let Some(i) = self.lookup(&(range.pid, range.start, range.page_size)) {
-                    let st = &mut self.stats[i];
-                    *st = PageStats {
-                        last_epoch: st.last_epoch,
-                        ..PageStats::default()
-                    };
-                }
-            }
+        for i in acted {
+            self.pages.slot_mut(i).reset_stats();
         }
 
         // Replication, once enough pages are marked (section 3.3.2).
@@ -764,7 +651,9 @@ impl Policy for Carrefour {
                 .collect();
             keys.sort_unstable();
             for key in keys {
-                self.replicated.insert(key);
+                if let Some(i) = self.pages.entry_for(&key) {
+                    self.pages.slot_mut(i).set_replicated(true);
+                }
                 actions.push(Action::Replicate {
                     range: PageRange::page_of(key.0, key.1, key.2),
                     nodes: nodes.clone(),

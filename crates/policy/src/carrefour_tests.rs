@@ -4,8 +4,8 @@ use super::*;
 use proptest::prelude::*;
 use rondpoint_model::synthetic::TopologyBuilder;
 use rondpoint_model::{
-    Collapse, Counters, CpuId, NodeCounters, NodeMemory, ProcessInfo, Sample, SampleSource,
-    ThreadCounters, ThreadInfo, Tid,
+    AccessKind, Collapse, Counters, CpuId, NodeCounters, NodeMemory, ProcessInfo, Sample,
+    SampleSource, ThreadCounters, ThreadInfo, Tid,
 };
 
 const PID: Pid = Pid(100);
@@ -461,6 +461,46 @@ fn per_application_mode_judges_the_application_on_its_own_samples() {
 }
 
 #[test]
+fn per_page_counts_by_node_and_by_type_last_one_epoch() {
+    // Page 0: 3 reads from node 1, 2 writes from node 2 (it is on node 0). Page 1: one read.
+    let mut samples = vec![sample(page(0), 1, 0, false); 3];
+    samples.extend([sample(page(0), 2, 0, true), sample(page(0), 2, 0, true)]);
+    samples.push(sample(page(1), 3, 3, false));
+    // No technique, so that no page is acted on (which would start its counts afresh).
+    let mut c = Carrefour::new(CarrefourConfig {
+        techniques: Vec::new(),
+        ..CarrefourConfig::default()
+    })
+    .unwrap();
+    c.decide(
+        &topo(),
+        &observe(Epoch {
+            samples,
+            ..Epoch::default()
+        }),
+    );
+    let s = c
+        .page_stats(PID, page(0) + 100, PageSize::Base4K)
+        .expect("tracked");
+    assert_eq!(s.by_node[..4], [0, 3, 2, 0]);
+    assert_eq!(
+        (s.samples, s.writes, s.node_mask, s.home),
+        (5, 2, 0b110, Some(0))
+    );
+    assert_eq!(
+        c.page_stats(PID, page(1), PageSize::Base4K)
+            .unwrap()
+            .samples,
+        1
+    );
+    assert_eq!(c.page_stats(PID, page(2), PageSize::Base4K), None);
+    assert_eq!(c.page_stats(Pid(7), page(0), PageSize::Base4K), None);
+    // The next epoch without samples: nothing is current any more.
+    c.decide(&topo(), &observe(Epoch::default()));
+    assert_eq!(c.page_stats(PID, page(0), PageSize::Base4K), None);
+}
+
+#[test]
 fn tracking_stops_at_the_page_limit() {
     let cfg = CarrefourConfig {
         max_tracked_pages: 5,
@@ -504,6 +544,23 @@ fn bad_parameters_are_refused() {
     }));
     assert!(bad(CarrefourConfig {
         replication_min_free_fraction: Some(-0.1),
+        ..CarrefourConfig::default()
+    }));
+    // Beyond what the per-page counters hold.
+    assert!(bad(CarrefourConfig {
+        min_samples_per_page: 70_000,
+        ..CarrefourConfig::default()
+    }));
+    assert!(bad(CarrefourConfig {
+        max_collapses_per_page: 63,
+        ..CarrefourConfig::default()
+    }));
+    assert!(!bad(CarrefourConfig {
+        max_collapses_per_page: 62,
+        ..CarrefourConfig::default()
+    }));
+    assert!(bad(CarrefourConfig {
+        fault_sample_window_epochs: 5000,
         ..CarrefourConfig::default()
     }));
 }

@@ -110,10 +110,12 @@ impl DenseNodes {
     }
 
     pub(crate) fn of(&self, id: NodeId) -> Option<u16> {
-        self.0
-            .get(usize::from(id.0))
-            .copied()
-            .filter(|&d| d != u16::MAX)
+        Some(self.index(id)).filter(|&d| d != u16::MAX)
+    }
+
+    /// The dense index of `id`, `u16::MAX` if it is not a node of the topology.
+    pub(crate) fn index(&self, id: NodeId) -> u16 {
+        self.0.get(usize::from(id.0)).copied().unwrap_or(u16::MAX)
     }
 }
 
@@ -161,36 +163,51 @@ pub fn per_app(obs: &Observation, topology: &Topology) -> Vec<AppMetrics> {
         a.cycles += t.cycles as f64;
         a.threads += 1;
     }
-    // Samples come in runs of one process: remember the last one's slot.
-    let mut last: Option<(Pid, usize)> = None;
-    for s in &obs.samples {
-        let i = match last {
-            Some((pid, i)) if pid == s.pid => i,
-            _ => {
-                let i = slot_of(&mut apps, s.pid);
-                last = Some((s.pid, i));
-                i
+    // Samples come in runs of one process: each run is tallied in integers held in registers
+    // (per-sample additions to the accumulators in memory would chain through them), then
+    // added to its process's accumulator.
+    let mut by_home = vec![0u64; nodes];
+    let mut rest = obs.samples.as_slice();
+    while let Some(first) = rest.first() {
+        let pid = first.pid;
+        let len = rest.iter().position(|s| s.pid != pid).unwrap_or(rest.len());
+        let (run, next) = rest.split_at(len);
+        rest = next;
+        by_home.iter_mut().for_each(|c| *c = 0);
+        let (mut faults, mut known, mut local) = (0, 0, 0);
+        // Each count in its own pass over a cached chunk: one loop keeping all of them was
+        // compiled into a vector of counters reloaded from the stack every sample.
+        for chunk in run.chunks(512) {
+            faults += chunk
+                .iter()
+                .filter(|s| {
+                    matches!(
+                        s.source,
+                        SampleSource::PageFault | SampleSource::HintingFault
+                    )
+                })
+                .count();
+            known += chunk.iter().filter(|s| s.home_node.is_some()).count();
+            local += chunk.iter().filter(|s| s.home_node == Some(s.node)).count();
+            for h in chunk.iter().filter_map(|s| s.home_node) {
+                if let Some(c) = dense.of(h).and_then(|d| by_home.get_mut(usize::from(d))) {
+                    *c += 1;
+                }
             }
-        };
+        }
+        let i = slot_of(&mut apps, pid);
         let acc = &mut apps[i].1;
-        acc.samples += 1;
-        acc.fault_samples += u64::from(matches!(
-            s.source,
-            SampleSource::PageFault | SampleSource::HintingFault
-        ));
-        let Some(h) = s.home_node else { continue };
-        if acc.by_home.len() != nodes {
-            acc.by_home = vec![0.0; nodes];
-        }
-        if let Some(slot) = dense
-            .of(h)
-            .and_then(|d| acc.by_home.get_mut(usize::from(d)))
-        {
-            *slot += 1.0;
-        }
-        acc.known += 1.0;
-        if h == s.node {
-            acc.local += 1.0;
+        acc.samples += run.len() as u64;
+        acc.fault_samples += faults as u64;
+        if known > 0 {
+            if acc.by_home.len() != nodes {
+                acc.by_home = vec![0.0; nodes];
+            }
+            for (a, &c) in acc.by_home.iter_mut().zip(&by_home) {
+                *a += c as f64;
+            }
+            acc.known += known as f64;
+            acc.local += local as f64;
         }
     }
     apps.sort_by_key(|(pid, _)| *pid);

@@ -1,0 +1,658 @@
+//! Carrefour's per-page state: one open-addressing table of 32-byte slots, each holding a
+//! page's key, its sampled accesses within the statistics window, and what Carrefour remembers
+//! of it for good (replicated, how often it collapsed).
+//!
+//! Written by hand because the cost of a sample is the number of cache lines it touches: a
+//! general map from page to an index into separate statistics (hashbrown, as before) touches
+//! the map's control bytes, its entry and the statistics, and the replicated set and collapse
+//! counts were two more maps probed per page. Here the key and everything kept about the page
+//! share one slot, two slots per cache line, with linear probing (the next slot is usually in
+//! the same line). With 100,000 samples over 30,000 pages per epoch (issue 4's benchmark) the
+//! table is 2 MB, and that one access per sample is most of Carrefour's decision time.
+//!
+//! Statistics are reset lazily: a slot's are current while it was sampled within the window
+//! (1 epoch for IBS samples), and the first sample after that starts them afresh, so nothing is
+//! cleared between epochs. Slots that are neither current nor remembered for good are dropped
+//! when the table is rebuilt, which happens when it fills up (three quarters).
+
+use crate::metrics::DenseNodes;
+use rondpoint_model::{AccessKind, PageSize, Pid, Sample, SampleSource};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// A page: process, start address, page size.
+pub(crate) type PageKey = (Pid, u64, PageSize);
+
+/// Most nodes whose sample counts are kept per page (dense index); accesses from any of the
+/// first 64 nodes are seen in the node mask that drives decisions.
+pub const COUNTED_NODES: usize = 8;
+
+/// Bits of a page number in a packed key: page numbers of 57-bit addresses (5-level paging)
+/// with 4 KiB pages.
+const PAGE_BITS: u32 = 45;
+/// Most (process, page size) spaces at once: the rest of a packed key, less the empty key 0.
+const MAX_SPACES: usize = (1 << (64 - PAGE_BITS)) - 1;
+/// Smallest table (slots).
+const MIN_SLOTS: usize = 1024;
+/// A slot marked replicated.
+const REPLICATED: u8 = 0x80;
+/// A slot whose statistics were started in some epoch (see `seen`).
+const TRACKED: u8 = 0x40;
+/// Collapses counted (saturating).
+const COLLAPSES: u8 = 0x3f;
+/// Collapses are counted up to this.
+pub(crate) const MAX_COLLAPSES: u32 = COLLAPSES as u32;
+/// Epochs between sweeps of stale statistics: epochs are kept in 16 bits, so a slot must not go
+/// unsampled for 65,536 epochs while still marked tracked.
+const SWEEP_EPOCHS: u32 = 8192;
+/// Longest statistics window the 16-bit epochs allow (with the sweep above).
+pub(crate) const MAX_WINDOW_EPOCHS: u32 = 4096;
+
+/// How many samples ahead [`PageTable::count`] asks for the slot a sample will need.
+const AHEAD: usize = 16;
+
+/// Brings the cache line of `slot` in, without waiting for it.
+#[inline(always)]
+fn prefetch(slot: &Slot) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it reads nothing into the program, cannot fault, and
+    // `slot` is a valid reference anyway. It is an unsafe intrinsic only because it needs SSE,
+    // which every x86-64 processor has.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(slot).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = slot;
+}
+
+/// One page's slot.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(32))]
+pub(crate) struct Slot {
+    /// Packed (space + 1, page number); 0 for an empty slot.
+    key: u64,
+    /// Nodes that accessed it (bit per dense node index; up to 64 nodes).
+    pub(crate) node_mask: u64,
+    /// Samples from each of the first [`COUNTED_NODES`] nodes (saturating).
+    pub(crate) by_node: [u8; COUNTED_NODES],
+    /// Samples (saturating).
+    pub(crate) samples: u16,
+    /// Of which writes (saturating).
+    pub(crate) writes: u16,
+    /// Low 16 bits of the tick of the last epoch a sample fell in the page.
+    seen: u16,
+    /// Where the page was per the latest sample that knew: dense node index + 1, 0 unknown.
+    home: u8,
+    /// `REPLICATED | TRACKED | collapses`.
+    marks: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 32);
+
+impl Slot {
+    /// Forgets the sampled accesses (not what is remembered for good).
+    pub(crate) fn reset_stats(&mut self) {
+        self.node_mask = 0;
+        self.by_node = [0; COUNTED_NODES];
+        self.samples = 0;
+        self.writes = 0;
+        self.home = 0;
+    }
+
+    /// Counts one sample from dense node `node`.
+    pub(crate) fn record(&mut self, node: usize, write: bool) {
+        if node < 64 {
+            self.node_mask |= 1 << node;
+        }
+        if let Some(c) = self.by_node.get_mut(node) {
+            *c = c.saturating_add(1);
+        }
+        self.samples = self.samples.saturating_add(1);
+        if write {
+            self.writes = self.writes.saturating_add(1);
+        }
+    }
+
+    /// Dense index of the node holding the page, if known.
+    pub(crate) fn home(&self) -> Option<usize> {
+        (self.home > 0).then(|| usize::from(self.home - 1))
+    }
+
+    /// Records where the page is (dense index; nodes beyond 254 are not recorded).
+    pub(crate) fn set_home(&mut self, node: usize) {
+        self.home = u8::try_from(node + 1).unwrap_or(0);
+    }
+
+    pub(crate) fn replicated(&self) -> bool {
+        self.marks & REPLICATED != 0
+    }
+
+    pub(crate) fn set_replicated(&mut self, on: bool) {
+        if on {
+            self.marks |= REPLICATED;
+        } else {
+            self.marks &= !REPLICATED;
+        }
+    }
+
+    /// Collapses of its replicas so far (saturating at 63).
+    pub(crate) fn collapses(&self) -> u32 {
+        u32::from(self.marks & COLLAPSES)
+    }
+
+    pub(crate) fn add_collapses(&mut self, n: u32) {
+        let c = (self.collapses().saturating_add(n)).min(u32::from(COLLAPSES)) as u8;
+        self.marks = (self.marks & !COLLAPSES) | c;
+    }
+
+    /// The packed key (0 for an empty slot).
+    pub(crate) fn packed_key(&self) -> u64 {
+        self.key
+    }
+
+    /// Remembered whatever its statistics (so never dropped).
+    fn kept_for_good(&self) -> bool {
+        self.marks & (REPLICATED | COLLAPSES) != 0
+    }
+}
+
+/// The table; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct PageTable {
+    /// A power of two of slots.
+    slots: Vec<Slot>,
+    /// Occupied slots.
+    used: usize,
+    /// (process, page size) of each space number.
+    spaces: Vec<(Pid, PageSize)>,
+    space_of: FxHashMap<(Pid, PageSize), u32>,
+    /// Epochs started (each call of `begin_epoch`, plus gaps in the epoch numbers), its low 16
+    /// bits, and the statistics window.
+    tick: u32,
+    epoch: u16,
+    window: u16,
+    /// The last epoch number seen.
+    last_epoch: Option<u64>,
+    /// `tick` at the last sweep.
+    swept: u32,
+    /// The slots whose statistics are current, in the order they became so (the first sample
+    /// in the window).
+    current: Vec<u32>,
+}
+
+impl Default for PageTable {
+    fn default() -> Self {
+        Self {
+            slots: vec![Slot::default(); MIN_SLOTS],
+            used: 0,
+            spaces: Vec::new(),
+            space_of: FxHashMap::default(),
+            tick: 0,
+            epoch: 0,
+            window: 1,
+            last_epoch: None,
+            swept: 0,
+            current: Vec::new(),
+        }
+    }
+}
+
+fn shift(size: PageSize) -> u32 {
+    size.bytes().trailing_zeros()
+}
+
+/// How the pages of one space are keyed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SpaceKeys {
+    /// The space's bits of a key.
+    high: u64,
+    /// log2 of the page size.
+    shift: u32,
+}
+
+impl SpaceKeys {
+    fn new(space: u32, size: PageSize) -> Self {
+        Self {
+            high: (u64::from(space) + 1) << PAGE_BITS,
+            shift: shift(size),
+        }
+    }
+
+    /// The key of the page at `page` (`None` for an address beyond 57 bits).
+    fn key(self, page: u64) -> Option<u64> {
+        let number = page >> self.shift;
+        (number < 1 << PAGE_BITS).then_some(self.high | number)
+    }
+}
+
+impl PageTable {
+    /// Starts an epoch whose statistics cover the last `window` epochs (1: this one only).
+    /// Every call is a new epoch, even one that repeats the last number (a replayed or
+    /// hand-built observation); a gap in the numbers ages the statistics by the gap.
+    pub(crate) fn begin_epoch(&mut self, epoch: u64, window: u32) {
+        let window = window.clamp(1, MAX_WINDOW_EPOCHS);
+        let step = match self.last_epoch {
+            Some(last) if epoch > last => (epoch - last).min(u64::from(MAX_WINDOW_EPOCHS)) as u32,
+            _ => 1,
+        };
+        self.last_epoch = Some(epoch);
+        self.tick = self.tick.wrapping_add(step);
+        self.epoch = self.tick as u16;
+        self.window = window as u16;
+        if self.spaces.len() >= MAX_SPACES / 2 {
+            self.rebuild(0, true);
+        }
+        if self.tick.wrapping_sub(self.swept) >= SWEEP_EPOCHS {
+            self.swept = self.tick;
+            for i in 0..self.slots.len() {
+                if self.slots[i].marks & TRACKED != 0 && !self.is_current(i) {
+                    let s = &mut self.slots[i];
+                    s.marks &= !TRACKED;
+                    s.reset_stats();
+                }
+            }
+        }
+        self.current.clear();
+        if window > 1 {
+            self.list_current();
+        }
+    }
+
+    /// The space number of (process, page size), added if new; `None` once there are
+    /// `MAX_SPACES` (spaces nothing is kept for are dropped at the start of an epoch, so keys
+    /// stay valid within one).
+    pub(crate) fn space(&mut self, pid: Pid, size: PageSize) -> Option<u32> {
+        if let Some(&s) = self.space_of.get(&(pid, size)) {
+            return Some(s);
+        }
+        if self.spaces.len() >= MAX_SPACES {
+            return None;
+        }
+        let s = self.spaces.len() as u32;
+        self.spaces.push((pid, size));
+        self.space_of.insert((pid, size), s);
+        Some(s)
+    }
+
+    /// The packed key of a page of space `space` (`None` for an address beyond 57 bits).
+    pub(crate) fn key(&self, space: u32, page: u64) -> Option<u64> {
+        let &(_, size) = self.spaces.get(space as usize)?;
+        SpaceKeys::new(space, size).key(page)
+    }
+
+    /// The packed key of a page, if its space exists.
+    fn existing_key(&self, page: &PageKey) -> Option<u64> {
+        let &space = self.space_of.get(&(page.0, page.2))?;
+        self.key(space, page.1)
+    }
+
+    /// The space number of a packed key.
+    pub(crate) fn space_of_key(key: u64) -> usize {
+        ((key >> PAGE_BITS) as usize).saturating_sub(1)
+    }
+
+    /// (process, page size) of each space number.
+    pub(crate) fn spaces(&self) -> &[(Pid, PageSize)] {
+        &self.spaces
+    }
+
+    /// The page a packed key stands for.
+    pub(crate) fn page(&self, key: u64) -> PageKey {
+        let space = (key >> PAGE_BITS) as usize - 1;
+        let (pid, size) = self.spaces[space];
+        (pid, (key & ((1 << PAGE_BITS) - 1)) << shift(size), size)
+    }
+
+    fn home_slot(&self, key: u64) -> usize {
+        let bits = self.slots.len().trailing_zeros();
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+    }
+
+    /// `Ok(slot)` holding `key`, or `Err(slot)` where it would go.
+    fn probe(&self, key: u64) -> Result<usize, usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home_slot(key);
+        loop {
+            match self.slots[i].key {
+                k if k == key => return Ok(i),
+                0 => return Err(i),
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// The slot of `key`, if present.
+    pub(crate) fn find(&self, key: u64) -> Option<usize> {
+        self.probe(key).ok()
+    }
+
+    /// The slot of a page, if present.
+    pub(crate) fn get(&self, page: &PageKey) -> Option<(usize, &Slot)> {
+        let i = self.find(self.existing_key(page)?)?;
+        Some((i, &self.slots[i]))
+    }
+
+    /// The slot of `key`, added (with nothing recorded) if new.
+    pub(crate) fn entry(&mut self, key: u64) -> usize {
+        match self.probe(key) {
+            Ok(i) => i,
+            Err(mut i) => {
+                if 4 * (self.used + 1) > 3 * self.slots.len() {
+                    self.rebuild(1, false);
+                    i = self.probe(key).unwrap_or_else(|e| e);
+                }
+                self.slots[i] = Slot {
+                    key,
+                    ..Slot::default()
+                };
+                self.used += 1;
+                i
+            }
+        }
+    }
+
+    /// The slot of a page, added if new (`None` if its space or address cannot be keyed).
+    pub(crate) fn entry_for(&mut self, page: &PageKey) -> Option<usize> {
+        let space = self.space(page.0, page.2)?;
+        let key = self.key(space, page.1)?;
+        Some(self.entry(key))
+    }
+
+    /// Asks for slot `i`'s cache line ahead of use.
+    pub(crate) fn prefetch(&self, i: usize) {
+        if let Some(slot) = self.slots.get(i) {
+            prefetch(slot);
+        }
+    }
+
+    pub(crate) fn slot(&self, i: usize) -> &Slot {
+        &self.slots[i]
+    }
+
+    pub(crate) fn slot_mut(&mut self, i: usize) -> &mut Slot {
+        &mut self.slots[i]
+    }
+
+    /// Whether slot `i` has statistics from within the window.
+    pub(crate) fn is_current(&self, i: usize) -> bool {
+        self.slot_is_current(&self.slots[i])
+    }
+
+    fn slot_is_current(&self, s: &Slot) -> bool {
+        s.marks & TRACKED != 0 && self.epoch.wrapping_sub(s.seen) < self.window
+    }
+
+    /// Counts an epoch's samples into the table, tracking at most `max_tracked` pages. The
+    /// first hinting-fault sample of a page is only remembered in `faulted` (it may be the
+    /// first touch).
+    pub(crate) fn count(
+        &mut self,
+        samples: &[Sample],
+        nodes: &DenseNodes,
+        faulted: &mut FxHashSet<PageKey>,
+        max_tracked: usize,
+    ) {
+        // Samples come in long runs of one process: its space is looked up once a run.
+        let mut run: Option<(Pid, PageSize, Option<SpaceKeys>)> = None;
+        for (k, s) in samples.iter().enumerate() {
+            // Ask for the slot of a sample some way ahead, so that its line is in cache by then.
+            if let (Some(ahead), Some((pid, size, Some(keys)))) = (samples.get(k + AHEAD), run) {
+                if let Some(key) = (ahead.pid == pid && ahead.page_size == size)
+                    .then(|| keys.key(ahead.page()))
+                    .flatten()
+                {
+                    prefetch(&self.slots[self.home_slot(key)]);
+                }
+            }
+            let page = s.page();
+            if s.source == SampleSource::HintingFault && faulted.insert((s.pid, page, s.page_size))
+            {
+                continue;
+            }
+            let keys = match run {
+                Some((pid, size, keys)) if pid == s.pid && size == s.page_size => keys,
+                _ => {
+                    let keys = self
+                        .space(s.pid, s.page_size)
+                        .map(|space| SpaceKeys::new(space, s.page_size));
+                    run = Some((s.pid, s.page_size, keys));
+                    keys
+                }
+            };
+            let Some(key) = keys.and_then(|keys| keys.key(page)) else {
+                continue;
+            };
+            let full = self.current.len() >= max_tracked;
+            let i = match self.probe(key) {
+                Ok(i) if full && !self.is_current(i) => continue,
+                Ok(i) => i,
+                Err(_) if full => continue,
+                Err(_) => self.entry(key),
+            };
+            self.touch(i);
+            let node = nodes.index(s.node);
+            if node == u16::MAX {
+                continue;
+            }
+            let home = s
+                .home_node
+                .map(|h| nodes.index(h))
+                .filter(|&h| h != u16::MAX)
+                .map(usize::from);
+            let slot = &mut self.slots[i];
+            // Samples taken while the page was elsewhere say nothing about where it should
+            // go now (its first-touch fault, or a node it was moved away from): start
+            // afresh.
+            if home.is_some() && slot.home().is_some() && home != slot.home() {
+                slot.reset_stats();
+            }
+            slot.record(usize::from(node), s.kind == AccessKind::Write);
+            if let Some(h) = home {
+                slot.set_home(h);
+            }
+        }
+    }
+
+    /// Marks slot `i` sampled in this epoch, starting its statistics afresh if they are not
+    /// current.
+    pub(crate) fn touch(&mut self, i: usize) {
+        if !self.is_current(i) {
+            let s = &mut self.slots[i];
+            s.reset_stats();
+            s.marks |= TRACKED;
+            self.current.push(i as u32);
+        }
+        self.slots[i].seen = self.epoch;
+    }
+
+    /// Slots whose statistics are current.
+    pub(crate) fn tracked(&self) -> usize {
+        self.current.len()
+    }
+
+    /// The slots whose statistics are current, in the order they became so.
+    pub(crate) fn current(&self) -> &[u32] {
+        &self.current
+    }
+
+    /// Lists the current slots, in table order.
+    fn list_current(&mut self) {
+        self.current = (0..self.slots.len())
+            .filter(|&i| self.is_current(i))
+            .map(|i| i as u32)
+            .collect();
+    }
+
+    /// Bytes held.
+    pub(crate) fn state_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.spaces.capacity() * std::mem::size_of::<(Pid, PageSize)>()
+            + self.space_of.capacity() * (std::mem::size_of::<((Pid, PageSize), u32)>() + 1)
+    }
+
+    /// Rebuilds the table with the slots still worth keeping (current, or remembered for good)
+    /// and room for `extra` more, at most half full. With `renumber`, spaces nothing is kept
+    /// for are dropped and the rest renumbered (keys change); otherwise keys stay valid.
+    fn rebuild(&mut self, extra: usize, renumber: bool) {
+        let old = std::mem::take(&mut self.slots);
+        let mut keep: Vec<Slot> = old
+            .iter()
+            .filter(|s| s.key != 0 && (s.kept_for_good() || self.slot_is_current(s)))
+            .copied()
+            .collect();
+        if renumber {
+            let pages: Vec<PageKey> = keep.iter().map(|s| self.page(s.key)).collect();
+            self.spaces.clear();
+            self.space_of.clear();
+            for (slot, page) in keep.iter_mut().zip(pages) {
+                // No more spaces than before, and the same addresses: both always fit.
+                let space = self.space(page.0, page.2).unwrap_or(0);
+                slot.key = self.key(space, page.1).unwrap_or(0);
+            }
+        }
+        let want = (2 * (keep.len() + extra))
+            .max(MIN_SLOTS)
+            .next_power_of_two();
+        self.slots = vec![Slot::default(); want];
+        self.used = 0;
+        for slot in keep {
+            if slot.key == 0 {
+                continue;
+            }
+            let i = self.probe(slot.key).unwrap_or_else(|e| e);
+            self.slots[i] = slot;
+            self.used += 1;
+        }
+        if renumber {
+            self.list_current();
+        } else {
+            // Same keys: the current slots keep their order at their new places.
+            let mut current = std::mem::take(&mut self.current);
+            for i in &mut current {
+                let key = old[*i as usize].key;
+                *i = self.probe(key).unwrap_or_else(|e| e) as u32;
+            }
+            self.current = current;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(n: u64) -> PageKey {
+        (Pid(7), 0x7f00_0000_0000 + n * 4096, PageSize::Base4K)
+    }
+
+    #[test]
+    fn keys_round_trip_for_both_page_sizes_and_the_largest_address() {
+        let mut t = PageTable::default();
+        for p in [
+            page(0),
+            (Pid(1), 0x1ff_ffff_ffff_f000, PageSize::Base4K),
+            (Pid(i32::MAX), 0x7f00_0020_0000, PageSize::Huge2M),
+        ] {
+            let space = t.space(p.0, p.2).unwrap();
+            let key = t.key(space, p.1).unwrap();
+            assert_eq!(t.page(key), p);
+        }
+        let space = t.space(Pid(1), PageSize::Base4K).unwrap();
+        assert_eq!(t.key(space, 1 << 57), None, "beyond 57-bit addresses");
+    }
+
+    #[test]
+    fn statistics_last_one_epoch_and_marks_last_for_good() {
+        let mut t = PageTable::default();
+        t.begin_epoch(1, 1);
+        let i = t.entry_for(&page(1)).unwrap();
+        t.touch(i);
+        t.slot_mut(i).record(2, true);
+        t.slot_mut(i).add_collapses(70);
+        assert_eq!(t.tracked(), 1);
+        assert_eq!(t.get(&page(1)).unwrap().1.samples, 1);
+        assert_eq!(t.get(&page(1)).unwrap().1.collapses(), 63, "saturates");
+        t.begin_epoch(2, 1);
+        assert_eq!(t.tracked(), 0);
+        assert!(!t.is_current(i));
+        t.touch(i);
+        let s = t.slot(i);
+        assert_eq!((s.samples, s.writes, s.node_mask), (0, 0, 0), "afresh");
+        assert_eq!(s.collapses(), 63);
+    }
+
+    #[test]
+    fn a_window_keeps_statistics_and_counts_them_as_tracked() {
+        let mut t = PageTable::default();
+        t.begin_epoch(10, 1);
+        for n in 0..3 {
+            let i = t.entry_for(&page(n)).unwrap();
+            t.touch(i);
+            t.slot_mut(i).record(0, false);
+        }
+        t.begin_epoch(12, 3);
+        assert_eq!(t.tracked(), 3);
+        t.begin_epoch(13, 3);
+        assert_eq!(t.tracked(), 0);
+    }
+
+    #[test]
+    fn growing_keeps_what_matters_and_drops_the_rest() {
+        let mut t = PageTable::default();
+        t.begin_epoch(1, 1);
+        // A replicated page from another process, then many pages sampled in epoch 1.
+        let r = (Pid(9), 0x1000, PageSize::Base4K);
+        let i = t.entry_for(&r).unwrap();
+        t.slot_mut(i).set_replicated(true);
+        for n in 0..5000 {
+            let i = t.entry_for(&page(n)).unwrap();
+            t.touch(i);
+            t.slot_mut(i).record((n % 4) as usize, false);
+        }
+        assert!(t.slots.len() >= 5001 && t.slots.len().is_power_of_two());
+        assert!(4 * t.used <= 3 * t.slots.len());
+        for n in 0..5000 {
+            let s = t.get(&page(n)).unwrap().1;
+            assert_eq!(s.by_node[(n % 4) as usize], 1);
+        }
+        // The current slots are still listed in first-sample order, at their new places.
+        let listed: Vec<PageKey> = t
+            .current()
+            .iter()
+            .map(|&i| t.page(t.slot(i as usize).packed_key()))
+            .collect();
+        assert_eq!(listed, (0..5000).map(page).collect::<Vec<_>>());
+        // Next epoch: 5000 other pages; the stale ones go at the next rebuild, and with them
+        // a space nothing is kept for.
+        t.begin_epoch(2, 1);
+        let gone = t.entry_for(&(Pid(11), 0x1000, PageSize::Base4K)).unwrap();
+        t.slot_mut(gone).add_collapses(0);
+        for n in 5000..10_000 {
+            let i = t.entry_for(&page(n)).unwrap();
+            t.touch(i);
+        }
+        t.rebuild(0, true);
+        assert!(t.get(&page(0)).is_none(), "stale and not remembered");
+        assert!(t.get(&page(9999)).is_some());
+        assert!(t.get(&r).unwrap().1.replicated());
+        assert_eq!(t.tracked(), 5000);
+        assert!(4 * t.used <= 3 * t.slots.len());
+        assert_eq!(t.spaces.len(), 2, "both spaces keep something");
+    }
+
+    #[test]
+    fn a_slot_unsampled_for_longer_than_the_epoch_counter_wraps_is_not_current() {
+        let mut t = PageTable::default();
+        t.begin_epoch(1, 1);
+        let i = t.entry_for(&page(1)).unwrap();
+        t.touch(i);
+        t.slot_mut(i).set_replicated(true);
+        for e in (2..=65_537).step_by(1024) {
+            t.begin_epoch(e, 1);
+        }
+        t.begin_epoch(65_537, 1);
+        let i = t.find(t.existing_key(&page(1)).unwrap()).unwrap();
+        assert!(!t.is_current(i));
+        assert!(t.slot(i).replicated());
+    }
+}
