@@ -486,6 +486,7 @@ impl PageTable {
     /// Bytes held.
     pub(crate) fn state_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.current.capacity() * std::mem::size_of::<u32>()
             + self.spaces.capacity() * std::mem::size_of::<(Pid, PageSize)>()
             + self.space_of.capacity() * (std::mem::size_of::<((Pid, PageSize), u32)>() + 1)
     }
