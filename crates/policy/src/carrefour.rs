@@ -325,9 +325,6 @@ struct Interleaving {
     share: Vec<f64>,
     /// The memory nodes in order, with their weights.
     weights: Vec<(usize, f64)>,
-    /// For each node the page may be on (and last, for an unknown node), the sum of the
-    /// other memory nodes' weights.
-    sums: Vec<f64>,
 }
 
 impl Interleaving {
@@ -346,20 +343,7 @@ impl Interleaving {
             .iter()
             .map(|&n| (n, (1.0 - share.get(n).copied().unwrap_or(0.0)).max(0.0)))
             .collect();
-        let sums = (0..=nodes)
-            .map(|home| {
-                weights
-                    .iter()
-                    .filter(|&&(n, _)| n != home)
-                    .map(|&(_, w)| w)
-                    .sum()
-            })
-            .collect();
-        Self {
-            share,
-            weights,
-            sums,
-        }
+        Self { share, weights }
     }
 
     /// Where a page on `home` (dense index, if known) goes, if it moves.
@@ -370,10 +354,7 @@ impl Interleaving {
         }
         let candidates = || self.weights.iter().filter(move |&&(n, _)| Some(n) != home);
         let first = candidates().next()?.0;
-        let sum = match self.sums.get(home.unwrap_or(self.share.len())) {
-            Some(&sum) => sum,
-            None => candidates().map(|&(_, w)| w).sum(),
-        };
+        let sum: f64 = candidates().map(|&(_, w)| w).sum();
         if sum <= 0.0 {
             return Some(first);
         }

@@ -261,7 +261,7 @@ impl PageTable {
     /// The space number of (process, page size), added if new; `None` once there are
     /// `MAX_SPACES` (spaces nothing is kept for are dropped at the start of an epoch, so keys
     /// stay valid within one).
-    pub(crate) fn space(&mut self, pid: Pid, size: PageSize) -> Option<u32> {
+    fn space(&mut self, pid: Pid, size: PageSize) -> Option<u32> {
         if let Some(&s) = self.space_of.get(&(pid, size)) {
             return Some(s);
         }
@@ -275,7 +275,7 @@ impl PageTable {
     }
 
     /// The packed key of a page of space `space` (`None` for an address beyond 57 bits).
-    pub(crate) fn key(&self, space: u32, page: u64) -> Option<u64> {
+    fn key(&self, space: u32, page: u64) -> Option<u64> {
         let &(_, size) = self.spaces.get(space as usize)?;
         SpaceKeys::new(space, size).key(page)
     }
@@ -321,19 +321,14 @@ impl PageTable {
         }
     }
 
-    /// The slot of `key`, if present.
-    pub(crate) fn find(&self, key: u64) -> Option<usize> {
-        self.probe(key).ok()
-    }
-
     /// The slot of a page, if present.
     pub(crate) fn get(&self, page: &PageKey) -> Option<(usize, &Slot)> {
-        let i = self.find(self.existing_key(page)?)?;
+        let i = self.probe(self.existing_key(page)?).ok()?;
         Some((i, &self.slots[i]))
     }
 
     /// The slot of `key`, added (with nothing recorded) if new.
-    pub(crate) fn entry(&mut self, key: u64) -> usize {
+    fn entry(&mut self, key: u64) -> usize {
         match self.probe(key) {
             Ok(i) => i,
             Err(mut i) => {
@@ -455,7 +450,7 @@ impl PageTable {
 
     /// Marks slot `i` sampled in this epoch, starting its statistics afresh if they are not
     /// current.
-    pub(crate) fn touch(&mut self, i: usize) {
+    fn touch(&mut self, i: usize) {
         if !self.is_current(i) {
             let s = &mut self.slots[i];
             s.reset_stats();
@@ -652,7 +647,7 @@ mod tests {
             t.begin_epoch(e, 1);
         }
         t.begin_epoch(65_537, 1);
-        let i = t.find(t.existing_key(&page(1)).unwrap()).unwrap();
+        let i = t.get(&page(1)).unwrap().0;
         assert!(!t.is_current(i));
         assert!(t.slot(i).replicated());
     }
