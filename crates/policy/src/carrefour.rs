@@ -38,7 +38,7 @@
 //! its samples. `techniques` enables any subset of the three mechanisms (the ablation of
 //! Table 4).
 
-use crate::metrics::{self, AppMetrics, DenseNodes, GlobalMetrics};
+use crate::metrics::{self, AppMetrics, DenseNodes, GlobalMetrics, SampleTallies};
 use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -101,11 +101,11 @@ pub struct CarrefourConfig {
     /// yields this many samples in an epoch. Chosen: enough for a few pages to reach two
     /// samples.
     pub min_samples_when_estimated: u64,
-    /// Epochs over which per-page statistics are kept when the samples are page faults or
-    /// NUMA hinting faults rather than IBS/PEBS samples. A hinting fault comes at most once per
-    /// page per kernel scan period (256 MB per 1 s or more), so a page rarely gets two samples in
-    /// one epoch; the paper's per-epoch reset (IBS samples) would leave Carrefour blind. Chosen:
-    /// 8 epochs. A page's statistics are also reset once Carrefour acts on it, and when it is
+    /// Epochs over which a page's statistics are kept once a page fault or NUMA hinting fault
+    /// is among its samples (statistics from IBS/PEBS samples alone last one epoch, as in the
+    /// paper). A hinting fault comes at most once per page per kernel scan period (256 MB per
+    /// 1 s or more), so a page rarely gets two samples in one epoch; the paper's per-epoch reset
+    /// would leave Carrefour blind. Chosen: 8 epochs. A page's statistics are also reset once Carrefour acts on it, and when it is
     /// found on another node than before (moved by someone else: its old samples are stale).
     pub fault_sample_window_epochs: u32,
     /// Seed of the P_migrate / P_node draws.
@@ -188,6 +188,8 @@ pub struct Carrefour {
     replicating: FxHashSet<Pid>,
     last_global: Option<GlobalMetrics>,
     last_decisions: Vec<AppDecision>,
+    /// Room for the lists of pages under each page-local rule, kept from epoch to epoch.
+    scratch: Vec<u32>,
 }
 
 impl Carrefour {
@@ -240,6 +242,7 @@ impl Carrefour {
             replicating: FxHashSet::default(),
             last_global: None,
             last_decisions: Vec::new(),
+            scratch: Vec::new(),
             cfg,
         })
     }
@@ -282,6 +285,7 @@ impl Carrefour {
     /// Bytes of state kept (the paper's figure for this is 5 MB, section 4.4).
     pub fn state_bytes(&self) -> usize {
         self.pages.state_bytes()
+            + self.scratch.capacity() * std::mem::size_of::<u32>()
             + self.faulted.capacity() * (std::mem::size_of::<PageKey>() + 1)
             + self
                 .pending_replication
@@ -294,25 +298,24 @@ impl Carrefour {
         self.cfg.techniques.contains(&t)
     }
 
-    /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`);
-    /// `fault_samples` of them are page faults.
-    fn ingest(&mut self, topology: &Topology, obs: &Observation, fault_samples: u64) {
-        let window = if 2 * fault_samples > obs.samples.len() as u64 {
-            self.cfg.fault_sample_window_epochs.max(1)
-        } else {
-            1
-        };
-        self.pages.begin_epoch(obs.epoch, window);
+    /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`), and
+    /// tallies them by process on the way (for the per-application metrics).
+    fn ingest(&mut self, topology: &Topology, obs: &Observation) -> SampleTallies {
+        self.pages
+            .begin_epoch(obs.epoch, self.cfg.fault_sample_window_epochs.max(1));
         let dense = DenseNodes::new(topology);
         if self.faulted.len() > self.cfg.max_tracked_pages.saturating_mul(4) {
             self.faulted = FxHashSet::default();
         }
+        let mut tallies = SampleTallies::default();
         self.pages.count(
             &obs.samples,
             &dense,
             &mut self.faulted,
             self.cfg.max_tracked_pages,
+            &mut tallies,
         );
+        tallies
     }
 }
 
@@ -371,6 +374,71 @@ impl Interleaving {
     }
 }
 
+/// What an application's global decisions allow (bits), as the page-local rules read them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Allowed(u8);
+
+impl Allowed {
+    const NOTHING: Self = Self(0);
+    const ENABLED: u8 = 1;
+    const REPLICATION: u8 = 2;
+    const INTERLEAVING: u8 = 4;
+    const CO_LOCATION: u8 = 8;
+
+    fn of(d: &AppDecision) -> Self {
+        Self(
+            (u8::from(d.enabled) * Self::ENABLED)
+                | (u8::from(d.replication) * Self::REPLICATION)
+                | (u8::from(d.interleaving) * Self::INTERLEAVING)
+                | (u8::from(d.co_location) * Self::CO_LOCATION),
+        )
+    }
+
+    fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// The page-local rule that applies to a page (section 3.2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Rule {
+    /// Nothing to do: too few samples, its application not enabled or the mechanism off, a
+    /// page already where it should be, or already replicated.
+    None = 0,
+    /// Accessed from one node only, and elsewhere: migrate it there (co-location).
+    Migrate = 1,
+    /// Accessed from several nodes, never written: mark it for replication.
+    Mark = 2,
+    /// Accessed from several nodes otherwise: interleave it (P_migrate, P_node).
+    Interleave = 3,
+}
+
+impl Rule {
+    /// The rule for `slot`, worked out without branches (its conditions combined as bits).
+    fn of(slot: &pages::Slot, allowed: Allowed, cfg: &CarrefourConfig) -> Self {
+        let decides =
+            (u32::from(slot.samples) >= cfg.min_samples_per_page) & allowed.has(Allowed::ENABLED);
+        let single = slot.node_mask.count_ones() == 1;
+        let node = slot.node_mask.trailing_zeros() as usize;
+        let migrate = single & allowed.has(Allowed::CO_LOCATION) & (slot.home() != Some(node));
+        let replicable = !single
+            & (slot.writes == 0)
+            & allowed.has(Allowed::REPLICATION)
+            & (slot.collapses() <= cfg.max_collapses_per_page);
+        let mark = replicable & !slot.replicated();
+        let interleave = !single & !replicable & allowed.has(Allowed::INTERLEAVING);
+        match u8::from(decides)
+            * (u8::from(migrate) | (u8::from(mark) << 1) | (u8::from(interleave) * 3))
+        {
+            1 => Rule::Migrate,
+            2 => Rule::Mark,
+            3 => Rule::Interleave,
+            _ => Rule::None,
+        }
+    }
+}
+
 /// Merges single-page actions on contiguous pages with the same target into ranges.
 fn coalesce(actions: Vec<Action>) -> Vec<Action> {
     // Actions with the same technique, process, page size and target sort together, by start
@@ -400,10 +468,12 @@ fn coalesce(actions: Vec<Action>) -> Vec<Action> {
         let group = technique << 62 | u64::from(range.pid.0 as u32) << 30 | huge << 29 | target;
         u128::from(group) << 64 | u128::from(range.start)
     }
-    let mut keyed: Vec<(u128, Action)> = actions.into_iter().map(|a| (key(&a), a)).collect();
-    keyed.sort_unstable_by_key(|(k, _)| *k);
-    let actions = keyed.into_iter().map(|(_, a)| a);
+    // Sorted as (key, position): small to move, and actions with equal keys keep their order.
+    let mut order: Vec<(u128, usize)> = actions.iter().map(key).zip(0..).collect();
+    order.sort_unstable();
     let mut out: Vec<Action> = Vec::with_capacity(actions.len());
+    let mut actions: Vec<Option<Action>> = actions.into_iter().map(Some).collect();
+    let actions = order.into_iter().filter_map(|(_, i)| actions[i].take());
     for a in actions {
         if let Some(last) = out.last_mut() {
             let merged = match (last, &a) {
@@ -456,8 +526,8 @@ impl Policy for Carrefour {
     fn decide(&mut self, topology: &Topology, obs: &Observation) -> Vec<Action> {
         let n = topology.len();
         let global = metrics::global(obs);
-        let apps = metrics::per_app(obs, topology);
-        self.ingest(topology, obs, apps.iter().map(|a| a.fault_samples).sum());
+        let tallies = self.ingest(topology, obs);
+        let apps = metrics::per_app_with(obs, topology, &tallies);
         for c in &obs.collapses {
             let key = (c.page.pid, c.page.start, c.page.page_size);
             if let Some(i) = self.pages.entry_for(&key) {
@@ -520,12 +590,17 @@ impl Policy for Carrefour {
             thread_nodes.insert(p.pid, v);
         }
 
-        // Each space's (process, page size) application decision, and its interleaving odds.
+        // Each space's (process, page size) application decision, what it allows, and its
+        // interleaving odds.
         let decision_of: Vec<Option<usize>> = self
             .pages
             .spaces()
             .iter()
             .map(|(pid, _)| decisions.iter().position(|d| d.pid == *pid))
+            .collect();
+        let allowed: Vec<Allowed> = decision_of
+            .iter()
+            .map(|k| k.map_or(Allowed::NOTHING, |k| Allowed::of(&decisions[k])))
             .collect();
         let odds: Vec<Option<Interleaving>> = decisions
             .iter()
@@ -540,62 +615,85 @@ impl Policy for Carrefour {
             })
             .collect();
 
-        // Page-local decisions, in the order pages were first sampled (deterministic).
-        let mut actions = Vec::new();
-        let mut acted = Vec::new();
+        // Page-local decisions (section 3.2.2), in two steps: every current page is given the
+        // rule that applies to it (`Rule::of`, from its slot and its application's decisions
+        // only); then the pages under each rule are acted on, each rule's in the order they
+        // were first sampled (the interleaving draws are made in that order: deterministic).
         let current = self.pages.current();
+        let n_current = current.len();
+        // Each rule's pages, listed without a branch: every page is written to the end of
+        // every list, and only its own rule's list grows.
+        let mut lists = std::mem::take(&mut self.scratch);
+        lists.clear();
+        lists.reserve_exact(3 * n_current);
+        lists.resize(3 * n_current, 0);
+        let (migrate, rest) = lists.split_at_mut(n_current);
+        let (mark, interleave) = rest.split_at_mut(n_current);
+        let mut len = [0usize; 3];
         for (k, &i) in current.iter().enumerate() {
             if let Some(&ahead) = current.get(k + 16) {
                 self.pages.prefetch(ahead as usize);
             }
-            let i = i as usize;
-            let slot = *self.pages.slot(i);
-            if u32::from(slot.samples) < self.cfg.min_samples_per_page {
-                continue;
-            }
+            let slot = self.pages.slot(i as usize);
             let space = PageTable::space_of_key(slot.packed_key());
-            let Some(k) = decision_of.get(space).copied().flatten() else {
+            let allowed = allowed.get(space).copied().unwrap_or(Allowed::NOTHING);
+            let rule = Rule::of(slot, allowed, &self.cfg);
+            migrate[len[0]] = i;
+            mark[len[1]] = i;
+            interleave[len[2]] = i;
+            len[0] += usize::from(rule == Rule::Migrate);
+            len[1] += usize::from(rule == Rule::Mark);
+            len[2] += usize::from(rule == Rule::Interleave);
+        }
+        let mut actions = Vec::new();
+        let mut acted = Vec::new();
+        let (migrate, mark, interleave) =
+            (&migrate[..len[0]], &mark[..len[1]], &interleave[..len[2]]);
+        for (k, &i) in migrate.iter().enumerate() {
+            if let Some(&ahead) = migrate.get(k + 16) {
+                self.pages.prefetch(ahead as usize);
+            }
+            let slot = self.pages.slot(i as usize);
+            let key = self.pages.page(slot.packed_key());
+            let node = slot.node_mask.trailing_zeros() as usize;
+            actions.push(Action::MigratePages {
+                range: PageRange::page_of(key.0, key.1, key.2),
+                to: topology.nodes()[node].id,
+            });
+            acted.push(i as usize);
+        }
+        for &i in mark {
+            let key = self.pages.page(self.pages.slot(i as usize).packed_key());
+            self.pending_replication
+                .entry(key.0)
+                .or_default()
+                .insert(key);
+        }
+        for (k, &i) in interleave.iter().enumerate() {
+            if let Some(&ahead) = interleave.get(k + 16) {
+                self.pages.prefetch(ahead as usize);
+            }
+            let slot = self.pages.slot(i as usize);
+            let space = PageTable::space_of_key(slot.packed_key());
+            let Some(odds) = decision_of
+                .get(space)
+                .copied()
+                .flatten()
+                .and_then(|k| odds[k].as_ref())
+            else {
                 continue;
             };
-            let d = &decisions[k];
-            if !d.enabled {
-                continue;
-            }
-            let key = self.pages.page(slot.packed_key());
-            let range = PageRange::page_of(key.0, key.1, key.2);
-            let home = slot.home();
-            if slot.node_mask.count_ones() == 1 {
-                let node = slot.node_mask.trailing_zeros() as usize;
-                if d.co_location && home != Some(node) {
-                    actions.push(Action::MigratePages {
-                        range,
-                        to: topology.nodes()[node].id,
-                    });
-                    acted.push(i);
-                }
-                continue;
-            }
-            let read_only = slot.writes == 0;
-            if read_only && d.replication && slot.collapses() <= self.cfg.max_collapses_per_page {
-                if !slot.replicated() {
-                    self.pending_replication
-                        .entry(key.0)
-                        .or_default()
-                        .insert(key);
-                }
-                continue;
-            }
-            if let Some(odds) = &odds[k] {
-                if let Some(dest) = odds.draw(&mut self.rng, home) {
-                    actions.push(Action::Interleave {
-                        range,
-                        nodes: vec![topology.nodes()[dest].id],
-                    });
-                    acted.push(i);
-                }
+            if let Some(dest) = odds.draw(&mut self.rng, slot.home()) {
+                let key = self.pages.page(slot.packed_key());
+                actions.push(Action::Interleave {
+                    range: PageRange::page_of(key.0, key.1, key.2),
+                    nodes: vec![topology.nodes()[dest].id],
+                });
+                acted.push(i as usize);
             }
         }
 
+        self.scratch = lists;
         // A page acted on starts afresh (statistics kept over a window would otherwise decide
         // it again on the same evidence).
         for i in acted {

@@ -10,12 +10,13 @@
 //! the same line). With 100,000 samples over 30,000 pages per epoch (issue 4's benchmark) the
 //! table is 2 MB, and that one access per sample is most of Carrefour's decision time.
 //!
-//! Statistics are reset lazily: a slot's are current while it was sampled within the window
-//! (1 epoch for IBS samples), and the first sample after that starts them afresh, so nothing is
-//! cleared between epochs. Slots that are neither current nor remembered for good are dropped
+//! Statistics are reset lazily: a slot's are current while it was sampled within its window
+//! (1 epoch for IBS/PEBS samples; the fault-sample window once a page fault or hinting fault is
+//! among them), and the first sample after that starts them afresh, so nothing is cleared
+//! between epochs. Slots that are neither current nor remembered for good are dropped
 //! when the table is rebuilt, which happens when it fills up (three quarters).
 
-use crate::metrics::DenseNodes;
+use crate::metrics::{DenseNodes, SampleTallies};
 use rondpoint_model::{AccessKind, PageSize, Pid, Sample, SampleSource};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -37,8 +38,11 @@ const MIN_SLOTS: usize = 1024;
 const REPLICATED: u8 = 0x80;
 /// A slot whose statistics were started in some epoch (see `seen`).
 const TRACKED: u8 = 0x40;
+/// A slot whose statistics include a page-fault or hinting-fault sample: they are kept over the
+/// fault-sample window instead of one epoch.
+const FAULTED: u8 = 0x20;
 /// Collapses counted (saturating).
-const COLLAPSES: u8 = 0x3f;
+const COLLAPSES: u8 = 0x1f;
 /// Collapses are counted up to this.
 pub(crate) const MAX_COLLAPSES: u32 = COLLAPSES as u32;
 /// Epochs between sweeps of stale statistics: epochs are kept in 16 bits, so a slot must not go
@@ -47,8 +51,21 @@ const SWEEP_EPOCHS: u32 = 8192;
 /// Longest statistics window the 16-bit epochs allow (with the sweep above).
 pub(crate) const MAX_WINDOW_EPOCHS: u32 = 4096;
 
-/// How many samples ahead [`PageTable::count`] asks for the slot a sample will need.
-const AHEAD: usize = 16;
+/// Samples per batch of [`PageTable::count`]: the slots of a batch are asked for before any
+/// is counted.
+const BATCH: usize = 32;
+
+/// What counting needs of a sample besides its key, in one word: the dense index of its node
+/// (`u16::MAX` if not a node of the topology) in bits 0-15, its home's dense index + 1 (0:
+/// unknown) in bits 16-31, and flags.
+struct SampleInfo;
+
+impl SampleInfo {
+    const WRITE: u64 = 1 << 32;
+    const HINTING: u64 = 1 << 33;
+    /// A page fault or hinting fault.
+    const FAULT: u64 = 1 << 34;
+}
 
 /// Brings the cache line of `slot` in, without waiting for it.
 #[inline(always)]
@@ -83,7 +100,7 @@ pub(crate) struct Slot {
     seen: u16,
     /// Where the page was per the latest sample that knew: dense node index + 1, 0 unknown.
     home: u8,
-    /// `REPLICATED | TRACKED | collapses`.
+    /// `REPLICATED | TRACKED | FAULTED | collapses`.
     marks: u8,
 }
 
@@ -97,6 +114,7 @@ impl Slot {
         self.samples = 0;
         self.writes = 0;
         self.home = 0;
+        self.marks &= !FAULTED;
     }
 
     /// Counts one sample from dense node `node`.
@@ -108,9 +126,7 @@ impl Slot {
             *c = c.saturating_add(1);
         }
         self.samples = self.samples.saturating_add(1);
-        if write {
-            self.writes = self.writes.saturating_add(1);
-        }
+        self.writes = self.writes.saturating_add(u16::from(write));
     }
 
     /// Dense index of the node holding the page, if known.
@@ -135,7 +151,7 @@ impl Slot {
         }
     }
 
-    /// Collapses of its replicas so far (saturating at 63).
+    /// Collapses of its replicas so far (saturating at 31).
     pub(crate) fn collapses(&self) -> u32 {
         u32::from(self.marks & COLLAPSES)
     }
@@ -161,16 +177,20 @@ impl Slot {
 pub(crate) struct PageTable {
     /// A power of two of slots.
     slots: Vec<Slot>,
+    /// 64 - log2(slots): a key's hash shifted right by this is its home slot.
+    hash_shift: u32,
     /// Occupied slots.
     used: usize,
     /// (process, page size) of each space number.
     spaces: Vec<(Pid, PageSize)>,
     space_of: FxHashMap<(Pid, PageSize), u32>,
     /// Epochs started (each call of `begin_epoch`, plus gaps in the epoch numbers), its low 16
-    /// bits, and the statistics window.
+    /// bits, and the statistics window of pages with fault samples.
     tick: u32,
     epoch: u16,
     window: u16,
+    /// `tick` of the last epoch that counted a fault sample.
+    fault_tick: Option<u32>,
     /// The last epoch number seen.
     last_epoch: Option<u64>,
     /// `tick` at the last sweep.
@@ -184,12 +204,14 @@ impl Default for PageTable {
     fn default() -> Self {
         Self {
             slots: vec![Slot::default(); MIN_SLOTS],
+            hash_shift: 64 - MIN_SLOTS.trailing_zeros(),
             used: 0,
             spaces: Vec::new(),
             space_of: FxHashMap::default(),
             tick: 0,
             epoch: 0,
             window: 1,
+            fault_tick: None,
             last_epoch: None,
             swept: 0,
             current: Vec::new(),
@@ -226,8 +248,8 @@ impl SpaceKeys {
 }
 
 impl PageTable {
-    /// Starts an epoch whose statistics cover the last `window` epochs (1: this one only).
-    /// Every call is a new epoch, even one that repeats the last number (a replayed or
+    /// Starts an epoch. Statistics from IBS/PEBS samples cover it only; those of a page with a
+    /// fault sample among them cover the last `window` epochs. Every call is a new epoch, even one that repeats the last number (a replayed or
     /// hand-built observation); a gap in the numbers ages the statistics by the gap.
     pub(crate) fn begin_epoch(&mut self, epoch: u64, window: u32) {
         let window = window.clamp(1, MAX_WINDOW_EPOCHS);
@@ -252,9 +274,10 @@ impl PageTable {
                 }
             }
         }
-        self.current.clear();
-        if window > 1 {
-            self.list_current();
+        // Statistics from earlier epochs are current only if they have fault samples.
+        match self.fault_tick {
+            Some(t) if self.tick.wrapping_sub(t) < u32::from(self.window) => self.list_current(),
+            _ => self.current.clear(),
         }
     }
 
@@ -304,8 +327,7 @@ impl PageTable {
     }
 
     fn home_slot(&self, key: u64) -> usize {
-        let bits = self.slots.len().trailing_zeros();
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.hash_shift) as usize
     }
 
     /// `Ok(slot)` holding `key`, or `Err(slot)` where it would go.
@@ -374,77 +396,122 @@ impl PageTable {
     }
 
     fn slot_is_current(&self, s: &Slot) -> bool {
-        s.marks & TRACKED != 0 && self.epoch.wrapping_sub(s.seen) < self.window
+        let window = if s.marks & FAULTED != 0 {
+            self.window
+        } else {
+            1
+        };
+        s.marks & TRACKED != 0 && self.epoch.wrapping_sub(s.seen) < window
     }
 
-    /// Counts an epoch's samples into the table, tracking at most `max_tracked` pages. The
+    /// Counts an epoch's samples into the table, tracking at most `max_tracked` pages, and
+    /// tallies them by process into `tallies` (all of them, including those not counted). The
     /// first hinting-fault sample of a page is only remembered in `faulted` (it may be the
     /// first touch).
+    ///
+    /// Samples go in batches of [`BATCH`]: a first pass works out each one's key, node and
+    /// home, tallies it, and asks for the cache line of its slot; by the time the second pass
+    /// counts them, the lines are on their way. Each sample is read from the observation once,
+    /// and its key computed once.
     pub(crate) fn count(
         &mut self,
         samples: &[Sample],
         nodes: &DenseNodes,
         faulted: &mut FxHashSet<PageKey>,
         max_tracked: usize,
+        tallies: &mut SampleTallies,
     ) {
-        // Samples come in long runs of one process: its space is looked up once a run.
+        // Samples come in long runs of one process: its space is looked up once a run, and
+        // its tallies are kept in locals until the run ends: samples by home (index 0 unknown),
+        // and page faults and local samples in one register, 32 bits each, emptied every batch.
         let mut run: Option<(Pid, PageSize, Option<SpaceKeys>)> = None;
-        for (k, s) in samples.iter().enumerate() {
-            // Ask for the slot of a sample some way ahead, so that its line is in cache by then.
-            if let (Some(ahead), Some((pid, size, Some(keys)))) = (samples.get(k + AHEAD), run) {
-                if let Some(key) = (ahead.pid == pid && ahead.page_size == size)
-                    .then(|| keys.key(ahead.page()))
-                    .flatten()
+        let mut by_home = vec![0u64; nodes.count() + 1];
+        let (mut faults, mut local) = (0u64, 0u64);
+        let mut any_fault = false;
+        for batch in samples.chunks(BATCH) {
+            let mut keys = [0u64; BATCH];
+            let mut infos = [0u64; BATCH];
+            let mut packed = 0u64;
+            for ((s, key), info) in batch.iter().zip(&mut keys).zip(&mut infos) {
+                let space = match run {
+                    Some((pid, size, space)) if pid == s.pid && size == s.page_size => space,
+                    _ => {
+                        if let Some((pid, ..)) = run {
+                            faults += packed & u64::from(u32::MAX);
+                            local += packed >> 32;
+                            packed = 0;
+                            tallies.add(pid, faults, local, &mut by_home);
+                            (faults, local) = (0, 0);
+                        }
+                        let space = self
+                            .space(s.pid, s.page_size)
+                            .map(|space| SpaceKeys::new(space, s.page_size));
+                        run = Some((s.pid, s.page_size, space));
+                        space
+                    }
+                };
+                *key = space.and_then(|space| space.key(s.page())).unwrap_or(0);
+                if *key != 0 {
+                    if let Some(slot) = self.slots.get(self.home_slot(*key)) {
+                        prefetch(slot);
+                    }
+                }
+                let (home, is_local) = SampleTallies::home(s, nodes);
+                if let Some(c) = by_home.get_mut(home) {
+                    *c += 1;
+                }
+                let fault = SampleTallies::is_fault(s);
+                packed += u64::from(fault) | u64::from(is_local) << 32;
+                *info = u64::from(nodes.index(s.node))
+                    | (home as u64 & 0xffff) << 16
+                    | u64::from(s.kind == AccessKind::Write) << 32
+                    | u64::from(s.source == SampleSource::HintingFault) << 33
+                    | u64::from(fault) << 34;
+            }
+            faults += packed & u64::from(u32::MAX);
+            local += packed >> 32;
+            for ((s, &key), &info) in batch.iter().zip(&keys).zip(&infos) {
+                if info & SampleInfo::HINTING != 0 && faulted.insert((s.pid, s.page(), s.page_size))
                 {
-                    prefetch(&self.slots[self.home_slot(key)]);
+                    continue;
                 }
-            }
-            let page = s.page();
-            if s.source == SampleSource::HintingFault && faulted.insert((s.pid, page, s.page_size))
-            {
-                continue;
-            }
-            let keys = match run {
-                Some((pid, size, keys)) if pid == s.pid && size == s.page_size => keys,
-                _ => {
-                    let keys = self
-                        .space(s.pid, s.page_size)
-                        .map(|space| SpaceKeys::new(space, s.page_size));
-                    run = Some((s.pid, s.page_size, keys));
-                    keys
+                if key == 0 {
+                    continue;
                 }
-            };
-            let Some(key) = keys.and_then(|keys| keys.key(page)) else {
-                continue;
-            };
-            let full = self.current.len() >= max_tracked;
-            let i = match self.probe(key) {
-                Ok(i) if full && !self.is_current(i) => continue,
-                Ok(i) => i,
-                Err(_) if full => continue,
-                Err(_) => self.entry(key),
-            };
-            self.touch(i);
-            let node = nodes.index(s.node);
-            if node == u16::MAX {
-                continue;
+                let full = self.current.len() >= max_tracked;
+                let i = match self.probe(key) {
+                    Ok(i) if full && !self.is_current(i) => continue,
+                    Ok(i) => i,
+                    Err(_) if full => continue,
+                    Err(_) => self.entry(key),
+                };
+                self.touch(i);
+                let node = info as u16;
+                if node == u16::MAX {
+                    continue;
+                }
+                let home = (info >> 16) as u16;
+                let slot = &mut self.slots[i];
+                // Samples taken while the page was elsewhere say nothing about where it should
+                // go now (its first-touch fault, or a node it was moved away from): start
+                // afresh.
+                if home != 0 && slot.home != 0 && home != u16::from(slot.home) {
+                    slot.reset_stats();
+                }
+                slot.record(usize::from(node), info & SampleInfo::WRITE != 0);
+                if home != 0 {
+                    slot.set_home(usize::from(home - 1));
+                }
+                let fault = info & SampleInfo::FAULT != 0;
+                slot.marks |= FAULTED * u8::from(fault);
+                any_fault |= fault;
             }
-            let home = s
-                .home_node
-                .map(|h| nodes.index(h))
-                .filter(|&h| h != u16::MAX)
-                .map(usize::from);
-            let slot = &mut self.slots[i];
-            // Samples taken while the page was elsewhere say nothing about where it should
-            // go now (its first-touch fault, or a node it was moved away from): start
-            // afresh.
-            if home.is_some() && slot.home().is_some() && home != slot.home() {
-                slot.reset_stats();
-            }
-            slot.record(usize::from(node), s.kind == AccessKind::Write);
-            if let Some(h) = home {
-                slot.set_home(h);
-            }
+        }
+        if let Some((pid, ..)) = run {
+            tallies.add(pid, faults, local, &mut by_home);
+        }
+        if any_fault {
+            self.fault_tick = Some(self.tick);
         }
     }
 
@@ -510,6 +577,7 @@ impl PageTable {
             .max(MIN_SLOTS)
             .next_power_of_two();
         self.slots = vec![Slot::default(); want];
+        self.hash_shift = 64 - want.trailing_zeros();
         self.used = 0;
         for slot in keep {
             if slot.key == 0 {
@@ -536,6 +604,8 @@ impl PageTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rondpoint_model::synthetic::TopologyBuilder;
+    use rondpoint_model::{CpuId, NodeId, Observation, Tid};
 
     fn page(n: u64) -> PageKey {
         (Pid(7), 0x7f00_0000_0000 + n * 4096, PageSize::Base4K)
@@ -567,29 +637,109 @@ mod tests {
         t.slot_mut(i).add_collapses(70);
         assert_eq!(t.tracked(), 1);
         assert_eq!(t.get(&page(1)).unwrap().1.samples, 1);
-        assert_eq!(t.get(&page(1)).unwrap().1.collapses(), 63, "saturates");
+        assert_eq!(t.get(&page(1)).unwrap().1.collapses(), 31, "saturates");
         t.begin_epoch(2, 1);
         assert_eq!(t.tracked(), 0);
         assert!(!t.is_current(i));
         t.touch(i);
         let s = t.slot(i);
         assert_eq!((s.samples, s.writes, s.node_mask), (0, 0, 0), "afresh");
-        assert_eq!(s.collapses(), 63);
+        assert_eq!(s.collapses(), 31);
+    }
+
+    /// A sample of page `n` from node `node`, by `source`.
+    fn sample(n: u64, node: u16, source: SampleSource) -> Sample {
+        Sample {
+            pid: Pid(7),
+            tid: Tid(7),
+            cpu: CpuId(0),
+            node: NodeId(node),
+            addr: page(n).1 + 8,
+            page_size: PageSize::Base4K,
+            kind: AccessKind::Read,
+            source,
+            latency_cycles: None,
+            dram: None,
+            home_node: Some(NodeId(0)),
+        }
+    }
+
+    /// Counts `samples` into `t` in a new epoch, on a 2-node machine.
+    fn epoch(t: &mut PageTable, epoch: u64, window: u32, samples: &[Sample]) -> SampleTallies {
+        let topo = TopologyBuilder::new(2).build().unwrap();
+        let mut tallies = SampleTallies::default();
+        t.begin_epoch(epoch, window);
+        t.count(
+            samples,
+            &DenseNodes::new(&topo),
+            &mut FxHashSet::default(),
+            100,
+            &mut tallies,
+        );
+        tallies
     }
 
     #[test]
-    fn a_window_keeps_statistics_and_counts_them_as_tracked() {
+    fn fault_samples_are_kept_over_the_window_and_ibs_samples_one_epoch() {
         let mut t = PageTable::default();
-        t.begin_epoch(10, 1);
-        for n in 0..3 {
-            let i = t.entry_for(&page(n)).unwrap();
-            t.touch(i);
-            t.slot_mut(i).record(0, false);
-        }
-        t.begin_epoch(12, 3);
+        // Pages 0-2 by page faults, pages 10-11 by IBS, in epoch 10.
+        let mut samples: Vec<Sample> = (0..3)
+            .map(|n| sample(n, 1, SampleSource::PageFault))
+            .collect();
+        samples.extend((10..12).map(|n| sample(n, 1, SampleSource::Ibs)));
+        epoch(&mut t, 10, 3, &samples);
+        assert_eq!(t.tracked(), 5);
+        // The next epoch, with nothing sampled: the fault-sampled pages are still current.
+        epoch(&mut t, 11, 3, &[]);
         assert_eq!(t.tracked(), 3);
-        t.begin_epoch(13, 3);
+        assert!(t.get(&page(10)).is_some_and(|(i, _)| !t.is_current(i)));
+        // A sample in the window's last epoch adds to what it holds.
+        epoch(&mut t, 12, 3, &[sample(0, 0, SampleSource::PageFault)]);
+        let (i, s) = t.get(&page(0)).unwrap();
+        assert!(t.is_current(i));
+        assert_eq!((s.samples, s.node_mask), (2, 0b11));
+        // Beyond the window, the pages not sampled since epoch 10 are gone.
+        epoch(&mut t, 13, 3, &[]);
+        assert_eq!(t.tracked(), 1, "page 0, sampled in epoch 12");
+        epoch(&mut t, 15, 3, &[]);
         assert_eq!(t.tracked(), 0);
+    }
+
+    #[test]
+    fn counting_tallies_every_sample_by_process() {
+        let mut t = PageTable::default();
+        let mut samples = vec![
+            sample(0, 0, SampleSource::Ibs),
+            sample(1, 1, SampleSource::HintingFault),
+            Sample {
+                addr: 1 << 60,
+                ..sample(2, 0, SampleSource::Ibs)
+            },
+        ];
+        samples.push(Sample {
+            pid: Pid(8),
+            home_node: None,
+            ..sample(3, 1, SampleSource::Ibs)
+        });
+        samples.push(sample(4, 1, SampleSource::PageFault));
+        let tallies = epoch(&mut t, 1, 1, &samples);
+        let topo = TopologyBuilder::new(2).build().unwrap();
+        // Every sample is tallied, whether counted into a page or not (the first hinting fault
+        // of a page, an address beyond 57 bits), and a process's runs add up.
+        assert_eq!(tallies, SampleTallies::of(&samples, &topo));
+        let apps = crate::metrics::per_app_with(&Observation::default(), &topo, &tallies);
+        assert_eq!(
+            apps.iter()
+                .map(|a| (a.pid, a.samples, a.fault_samples))
+                .collect::<Vec<_>>(),
+            vec![(Pid(7), 4, 2), (Pid(8), 1, 0)]
+        );
+        assert_eq!(
+            apps[0].lar,
+            Some(0.5),
+            "homed on node 0, from nodes 0, 1, 0 and 1"
+        );
+        assert_eq!(apps[1].lar, None);
     }
 
     #[test]

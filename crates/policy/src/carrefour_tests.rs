@@ -552,11 +552,11 @@ fn bad_parameters_are_refused() {
         ..CarrefourConfig::default()
     }));
     assert!(bad(CarrefourConfig {
-        max_collapses_per_page: 63,
+        max_collapses_per_page: 31,
         ..CarrefourConfig::default()
     }));
     assert!(!bad(CarrefourConfig {
-        max_collapses_per_page: 62,
+        max_collapses_per_page: 30,
         ..CarrefourConfig::default()
     }));
     assert!(bad(CarrefourConfig {
@@ -762,5 +762,55 @@ fn samples_from_before_a_page_moved_are_forgotten() {
             "epoch {epoch}: {:?}",
             c.last_decisions()
         );
+    }
+}
+
+proptest! {
+    /// The page-local rules, worked out without branches, agree with section 3.2.2 read as
+    /// a sequence of tests.
+    #[test]
+    fn page_rules_follow_the_paper(
+        by_node in proptest::array::uniform4(0u8..3),
+        writes in 0u16..3,
+        home in proptest::option::of(0usize..4),
+        replicated in any::<bool>(),
+        collapses in 0u32..8,
+        allowed in 0u8..16,
+        min_samples in 1u32..4,
+    ) {
+        let mut slot = pages::Slot::default();
+        for (node, &n) in by_node.iter().enumerate() {
+            for k in 0..n {
+                slot.record(node, u16::from(k) < writes);
+            }
+        }
+        if let Some(h) = home {
+            slot.set_home(h);
+        }
+        slot.set_replicated(replicated);
+        slot.add_collapses(collapses);
+        let cfg = CarrefourConfig { min_samples_per_page: min_samples, ..CarrefourConfig::default() };
+        let allows = Allowed(allowed);
+        // Section 3.2.2, in the paper's order.
+        let expected = if u32::from(slot.samples) < min_samples || !allows.has(Allowed::ENABLED) {
+            Rule::None
+        } else if slot.node_mask.count_ones() == 1 {
+            let node = slot.node_mask.trailing_zeros() as usize;
+            if allows.has(Allowed::CO_LOCATION) && home != Some(node) {
+                Rule::Migrate
+            } else {
+                Rule::None
+            }
+        } else if slot.writes == 0
+            && allows.has(Allowed::REPLICATION)
+            && collapses <= cfg.max_collapses_per_page
+        {
+            if replicated { Rule::None } else { Rule::Mark }
+        } else if allows.has(Allowed::INTERLEAVING) {
+            Rule::Interleave
+        } else {
+            Rule::None
+        };
+        prop_assert_eq!(Rule::of(&slot, allows, &cfg), expected);
     }
 }

@@ -1,7 +1,7 @@
 //! The traffic metrics the policies decide on, named as in the papers (000_4074eef64cabe9e6.txt
 //! Table 2 for Carrefour's): computed from an [`Observation`] only.
 
-use rondpoint_model::{NodeId, Observation, Pid, SampleSource, Topology};
+use rondpoint_model::{NodeId, Observation, Pid, Sample, SampleSource, Topology};
 
 /// Population standard deviation over the mean, in percent (0 when the mean is 0): the
 /// imbalance of 000_4074eef64cabe9e6.txt section 2.
@@ -45,7 +45,7 @@ pub struct AppMetrics {
     /// CPU utilisation (percent of its threads' time), estimated as its threads' cycles over
     /// the cycles of the busiest thread on the machine (policies are not told the clock).
     pub cpu_pct: f64,
-    /// Local access ratio from the application's samples that know their home node.
+    /// Local access ratio from the application's samples homed on a node of the topology.
     pub lar: Option<f64>,
     /// Imbalance of the application's samples over home nodes (percent).
     pub mc_imbalance_pct: Option<f64>,
@@ -109,6 +109,11 @@ impl DenseNodes {
         Self(dense)
     }
 
+    /// Nodes of the topology.
+    pub(crate) fn count(&self) -> usize {
+        self.0.iter().filter(|&&d| d != u16::MAX).count()
+    }
+
     pub(crate) fn of(&self, id: NodeId) -> Option<u16> {
         Some(self.index(id)).filter(|&d| d != u16::MAX)
     }
@@ -119,22 +124,122 @@ impl DenseNodes {
     }
 }
 
+/// What [`per_app`] needs of one process's samples in an epoch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct SampleTally {
+    /// Samples, and of them page faults (first touches or NUMA hinting faults).
+    pub samples: u64,
+    pub faults: u64,
+    /// Of those whose home is a node of the topology, the ones made from that node.
+    pub local: u64,
+    /// Samples by home: index 0 unknown (or not a node of the topology), then dense node index
+    /// + 1.
+    pub by_home: Vec<u64>,
+}
+
+impl SampleTally {
+    /// Samples whose home is a node of the topology.
+    fn known(&self) -> u64 {
+        self.by_home.iter().skip(1).sum()
+    }
+}
+
+/// Per-process sample tallies of an epoch. A pass over the samples that has other work to do
+/// (Carrefour's counting) tallies them as it goes, so that the samples are read once; [`of`]
+/// is that pass alone.
+///
+/// [`of`]: SampleTallies::of
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct SampleTallies {
+    apps: Vec<(Pid, SampleTally)>,
+}
+
+impl SampleTallies {
+    /// Adds a run of samples of `pid`: `faults` and `local` of them, `by_home` (index as in
+    /// [`SampleTally::by_home`]; emptied).
+    pub(crate) fn add(&mut self, pid: Pid, faults: u64, local: u64, by_home: &mut [u64]) {
+        let i = match self.apps.iter().position(|(p, _)| *p == pid) {
+            Some(i) => i,
+            None => {
+                self.apps.push((pid, SampleTally::default()));
+                self.apps.len() - 1
+            }
+        };
+        let t = &mut self.apps[i].1;
+        if t.by_home.len() < by_home.len() {
+            t.by_home.resize(by_home.len(), 0);
+        }
+        for (a, c) in t.by_home.iter_mut().zip(by_home.iter_mut()) {
+            t.samples += *c;
+            *a += std::mem::take(c);
+        }
+        t.faults += faults;
+        t.local += local;
+    }
+
+    /// The home index of a sample as in [`SampleTally::by_home`], and whether it is local.
+    #[inline]
+    pub(crate) fn home(s: &Sample, dense: &DenseNodes) -> (usize, bool) {
+        match s.home_node.and_then(|h| dense.of(h)) {
+            Some(h) => (usize::from(h) + 1, s.home_node == Some(s.node)),
+            None => (0, false),
+        }
+    }
+
+    /// Whether a sample is a page fault rather than a sampled access.
+    #[inline]
+    pub(crate) fn is_fault(s: &Sample) -> bool {
+        matches!(
+            s.source,
+            SampleSource::PageFault | SampleSource::HintingFault
+        )
+    }
+
+    /// Tallies of `samples` by themselves.
+    pub(crate) fn of(samples: &[Sample], topology: &Topology) -> Self {
+        let dense = DenseNodes::new(topology);
+        let mut tallies = Self::default();
+        let mut by_home = vec![0u64; topology.len() + 1];
+        let mut rest = samples;
+        while let Some(first) = rest.first() {
+            let len = rest
+                .iter()
+                .position(|s| s.pid != first.pid)
+                .unwrap_or(rest.len());
+            let (run, next) = rest.split_at(len);
+            rest = next;
+            let (mut faults, mut local) = (0, 0);
+            for s in run {
+                let (home, is_local) = Self::home(s, &dense);
+                by_home[home] += 1;
+                faults += u64::from(Self::is_fault(s));
+                local += u64::from(is_local);
+            }
+            tallies.add(first.pid, faults, local, &mut by_home);
+        }
+        tallies
+    }
+}
+
 /// Per-application metrics, one per process seen in the counters or samples, sorted by pid.
-/// One pass over the threads and one over the samples, whatever the number of processes.
 pub fn per_app(obs: &Observation, topology: &Topology) -> Vec<AppMetrics> {
+    per_app_with(obs, topology, &SampleTallies::of(&obs.samples, topology))
+}
+
+/// [`per_app`], with the samples already tallied.
+pub(crate) fn per_app_with(
+    obs: &Observation,
+    topology: &Topology,
+    tallies: &SampleTallies,
+) -> Vec<AppMetrics> {
     let nodes = topology.len();
-    let dense = DenseNodes::new(topology);
     #[derive(Default)]
     struct Acc {
         accesses: f64,
         writes: f64,
         cycles: f64,
         threads: usize,
-        by_home: Vec<f64>,
-        known: f64,
-        local: f64,
-        samples: u64,
-        fault_samples: u64,
+        samples: Option<SampleTally>,
     }
     let us = micros(obs);
     let mut apps: Vec<(Pid, Acc)> = Vec::new();
@@ -163,69 +268,19 @@ pub fn per_app(obs: &Observation, topology: &Topology) -> Vec<AppMetrics> {
         a.cycles += t.cycles as f64;
         a.threads += 1;
     }
-    // Samples come in runs of one process: each run is tallied in integers held in registers
-    // (per-sample additions to the accumulators in memory would chain through them), then
-    // added to its process's accumulator.
-    let mut by_home = vec![0u64; nodes];
-    let mut rest = obs.samples.as_slice();
-    while let Some(first) = rest.first() {
-        let pid = first.pid;
-        let len = rest.iter().position(|s| s.pid != pid).unwrap_or(rest.len());
-        let (run, next) = rest.split_at(len);
-        rest = next;
-        by_home.iter_mut().for_each(|c| *c = 0);
-        // Three counts in one register, 21 bits each: separate counters were compiled into
-        // a vector of counters reloaded from the stack every sample.
-        const FIELD: u32 = 21;
-        let mut packed = 0u64;
-        let (mut faults, mut known, mut local) = (0, 0, 0);
-        let mut unpack = |packed: u64| {
-            let field = |k: u32| (packed >> (k * FIELD)) & ((1 << FIELD) - 1);
-            faults += field(0);
-            known += field(1);
-            local += field(2);
-        };
-        for (k, s) in run.iter().enumerate() {
-            let fault = matches!(
-                s.source,
-                SampleSource::PageFault | SampleSource::HintingFault
-            );
-            packed += u64::from(fault)
-                | u64::from(s.home_node.is_some()) << FIELD
-                | u64::from(s.home_node == Some(s.node)) << (2 * FIELD);
-            if let Some(c) = s
-                .home_node
-                .and_then(|h| dense.of(h))
-                .and_then(|d| by_home.get_mut(usize::from(d)))
-            {
-                *c += 1;
-            }
-            // Empty the fields before they can overflow.
-            if k % (1 << 20) == (1 << 20) - 1 {
-                unpack(std::mem::take(&mut packed));
-            }
-        }
-        unpack(packed);
-        let i = slot_of(&mut apps, pid);
-        let acc = &mut apps[i].1;
-        acc.samples += run.len() as u64;
-        acc.fault_samples += faults;
-        if known > 0 {
-            if acc.by_home.len() != nodes {
-                acc.by_home = vec![0.0; nodes];
-            }
-            for (a, &c) in acc.by_home.iter_mut().zip(&by_home) {
-                *a += c as f64;
-            }
-            acc.known += known as f64;
-            acc.local += local as f64;
-        }
+    for (pid, tally) in &tallies.apps {
+        let i = slot_of(&mut apps, *pid);
+        apps[i].1.samples = Some(tally.clone());
     }
     apps.sort_by_key(|(pid, _)| *pid);
     apps.into_iter()
         .map(|(pid, a)| {
             let maptu = a.accesses / us;
-            let known = a.known > 0.0;
+            let tally = a.samples.unwrap_or_default();
+            let known = tally.known();
+            let by_home: Vec<f64> = (0..nodes)
+                .map(|d| tally.by_home.get(d + 1).copied().unwrap_or(0) as f64)
+                .collect();
             AppMetrics {
                 pid,
                 maptu,
@@ -239,12 +294,12 @@ pub fn per_app(obs: &Observation, topology: &Topology) -> Vec<AppMetrics> {
                 } else {
                     100.0 * a.cycles / (busiest * a.threads as f64)
                 },
-                lar: known.then(|| a.local / a.known),
-                mc_imbalance_pct: known.then(|| imbalance_pct(&a.by_home)),
-                maptu_by_node: known
-                    .then(|| a.by_home.iter().map(|c| maptu * c / a.known).collect()),
-                samples: a.samples,
-                fault_samples: a.fault_samples,
+                lar: (known > 0).then(|| tally.local as f64 / known as f64),
+                mc_imbalance_pct: (known > 0).then(|| imbalance_pct(&by_home)),
+                maptu_by_node: (known > 0)
+                    .then(|| by_home.iter().map(|c| maptu * c / known as f64).collect()),
+                samples: tally.samples,
+                fault_samples: tally.faults,
             }
         })
         .collect()
@@ -396,7 +451,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The per-run tallies agree with counting each process's samples one by one.
+        /// The tallies agree with counting each process's samples one by one.
         #[test]
         fn sample_tallies_match_a_plain_count(
             picks in proptest::collection::vec(
@@ -438,8 +493,10 @@ mod tests {
                     .iter()
                     .filter(|s| matches!(s.source, SampleSource::PageFault | SampleSource::HintingFault))
                     .count() as u64;
-                let known = own.iter().filter(|s| s.home_node.is_some()).count();
-                let local = own.iter().filter(|s| s.home_node == Some(s.node)).count();
+                // Homes 4 and 5 are not nodes of the machine: not known, so not local.
+                let homed = |s: &&&Sample| s.home_node.is_some_and(|h| h.0 < 4);
+                let known = own.iter().filter(homed).count();
+                let local = own.iter().filter(homed).filter(|s| s.home_node == Some(s.node)).count();
                 proptest::prop_assert_eq!(a.samples, own.len() as u64);
                 proptest::prop_assert_eq!(a.fault_samples, faults);
                 proptest::prop_assert_eq!(a.lar, (known > 0).then(|| local as f64 / known as f64));
