@@ -105,8 +105,9 @@ pub struct CarrefourConfig {
     /// is among its samples (statistics from IBS/PEBS samples alone last one epoch, as in the
     /// paper). A hinting fault comes at most once per page per kernel scan period (256 MB per
     /// 1 s or more), so a page rarely gets two samples in one epoch; the paper's per-epoch reset
-    /// would leave Carrefour blind. Chosen: 8 epochs. A page's statistics are also reset once Carrefour acts on it, and when it is
-    /// found on another node than before (moved by someone else: its old samples are stale).
+    /// would leave Carrefour blind. Chosen: 8 epochs. A page's statistics are also reset once
+    /// Carrefour acts on it, and when it is found on another node than before (moved by someone
+    /// else: its old samples are stale).
     pub fault_sample_window_epochs: u32,
     /// Seed of the P_migrate / P_node draws.
     pub seed: u64,
@@ -527,7 +528,7 @@ impl Policy for Carrefour {
         let n = topology.len();
         let global = metrics::global(obs);
         let tallies = self.ingest(topology, obs);
-        let apps = metrics::per_app_with(obs, topology, &tallies);
+        let apps = metrics::per_app_with(obs, topology, tallies);
         for c in &obs.collapses {
             let key = (c.page.pid, c.page.start, c.page.page_size);
             if let Some(i) = self.pages.entry_for(&key) {

@@ -16,7 +16,7 @@
 //! between epochs. Slots that are neither current nor remembered for good are dropped
 //! when the table is rebuilt, which happens when it fills up (three quarters).
 
-use crate::metrics::{DenseNodes, SampleTallies};
+use crate::metrics::{DenseNodes, RunTally, SampleTallies};
 use rondpoint_model::{AccessKind, PageSize, Pid, Sample, SampleSource};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -249,8 +249,9 @@ impl SpaceKeys {
 
 impl PageTable {
     /// Starts an epoch. Statistics from IBS/PEBS samples cover it only; those of a page with a
-    /// fault sample among them cover the last `window` epochs. Every call is a new epoch, even one that repeats the last number (a replayed or
-    /// hand-built observation); a gap in the numbers ages the statistics by the gap.
+    /// fault sample among them cover the last `window` epochs. Every call is a new epoch, even
+    /// one that repeats the last number (a replayed or hand-built observation); a gap in the
+    /// numbers ages the statistics by the gap.
     pub(crate) fn begin_epoch(&mut self, epoch: u64, window: u32) {
         let window = window.clamp(1, MAX_WINDOW_EPOCHS);
         let step = match self.last_epoch {
@@ -421,28 +422,19 @@ impl PageTable {
         max_tracked: usize,
         tallies: &mut SampleTallies,
     ) {
-        // Samples come in long runs of one process: its space is looked up once a run, and
-        // its tallies are kept in locals until the run ends: samples by home (index 0 unknown),
-        // and page faults and local samples in one register, 32 bits each, emptied every batch.
+        // Samples come in long runs of one process: its space is looked up, and its tallies
+        // kept, once a run.
         let mut run: Option<(Pid, PageSize, Option<SpaceKeys>)> = None;
-        let mut by_home = vec![0u64; nodes.count() + 1];
-        let (mut faults, mut local) = (0u64, 0u64);
+        let mut tally = RunTally::new(nodes);
         let mut any_fault = false;
         for batch in samples.chunks(BATCH) {
             let mut keys = [0u64; BATCH];
             let mut infos = [0u64; BATCH];
-            let mut packed = 0u64;
             for ((s, key), info) in batch.iter().zip(&mut keys).zip(&mut infos) {
                 let space = match run {
                     Some((pid, size, space)) if pid == s.pid && size == s.page_size => space,
                     _ => {
-                        if let Some((pid, ..)) = run {
-                            faults += packed & u64::from(u32::MAX);
-                            local += packed >> 32;
-                            packed = 0;
-                            tallies.add(pid, faults, local, &mut by_home);
-                            (faults, local) = (0, 0);
-                        }
+                        tally.start(s.pid, tallies);
                         let space = self
                             .space(s.pid, s.page_size)
                             .map(|space| SpaceKeys::new(space, s.page_size));
@@ -456,20 +448,13 @@ impl PageTable {
                         prefetch(slot);
                     }
                 }
-                let (home, is_local) = SampleTallies::home(s, nodes);
-                if let Some(c) = by_home.get_mut(home) {
-                    *c += 1;
-                }
-                let fault = SampleTallies::is_fault(s);
-                packed += u64::from(fault) | u64::from(is_local) << 32;
+                let (home, fault) = tally.count(s, nodes);
                 *info = u64::from(nodes.index(s.node))
                     | (home as u64 & 0xffff) << 16
                     | u64::from(s.kind == AccessKind::Write) << 32
                     | u64::from(s.source == SampleSource::HintingFault) << 33
                     | u64::from(fault) << 34;
             }
-            faults += packed & u64::from(u32::MAX);
-            local += packed >> 32;
             for ((s, &key), &info) in batch.iter().zip(&keys).zip(&infos) {
                 if info & SampleInfo::HINTING != 0 && faulted.insert((s.pid, s.page(), s.page_size))
                 {
@@ -507,9 +492,7 @@ impl PageTable {
                 any_fault |= fault;
             }
         }
-        if let Some((pid, ..)) = run {
-            tallies.add(pid, faults, local, &mut by_home);
-        }
+        tally.end(tallies);
         if any_fault {
             self.fault_tick = Some(self.tick);
         }
@@ -727,7 +710,7 @@ mod tests {
         // Every sample is tallied, whether counted into a page or not (the first hinting fault
         // of a page, an address beyond 57 bits), and a process's runs add up.
         assert_eq!(tallies, SampleTallies::of(&samples, &topo));
-        let apps = crate::metrics::per_app_with(&Observation::default(), &topo, &tallies);
+        let apps = crate::metrics::per_app_with(&Observation::default(), &topo, tallies);
         assert_eq!(
             apps.iter()
                 .map(|a| (a.pid, a.samples, a.fault_samples))

@@ -155,82 +155,104 @@ pub(crate) struct SampleTallies {
 }
 
 impl SampleTallies {
-    /// Adds a run of samples of `pid`: `faults` and `local` of them, `by_home` (index as in
-    /// [`SampleTally::by_home`]; emptied).
-    pub(crate) fn add(&mut self, pid: Pid, faults: u64, local: u64, by_home: &mut [u64]) {
-        let i = match self.apps.iter().position(|(p, _)| *p == pid) {
-            Some(i) => i,
-            None => {
-                self.apps.push((pid, SampleTally::default()));
-                self.apps.len() - 1
-            }
-        };
-        let t = &mut self.apps[i].1;
-        if t.by_home.len() < by_home.len() {
-            t.by_home.resize(by_home.len(), 0);
-        }
-        for (a, c) in t.by_home.iter_mut().zip(by_home.iter_mut()) {
-            t.samples += *c;
-            *a += std::mem::take(c);
-        }
-        t.faults += faults;
-        t.local += local;
-    }
-
-    /// The home index of a sample as in [`SampleTally::by_home`], and whether it is local.
-    #[inline]
-    pub(crate) fn home(s: &Sample, dense: &DenseNodes) -> (usize, bool) {
-        match s.home_node.and_then(|h| dense.of(h)) {
-            Some(h) => (usize::from(h) + 1, s.home_node == Some(s.node)),
-            None => (0, false),
-        }
-    }
-
-    /// Whether a sample is a page fault rather than a sampled access.
-    #[inline]
-    pub(crate) fn is_fault(s: &Sample) -> bool {
-        matches!(
-            s.source,
-            SampleSource::PageFault | SampleSource::HintingFault
-        )
-    }
-
     /// Tallies of `samples` by themselves.
     pub(crate) fn of(samples: &[Sample], topology: &Topology) -> Self {
         let dense = DenseNodes::new(topology);
         let mut tallies = Self::default();
-        let mut by_home = vec![0u64; topology.len() + 1];
-        let mut rest = samples;
-        while let Some(first) = rest.first() {
-            let len = rest
-                .iter()
-                .position(|s| s.pid != first.pid)
-                .unwrap_or(rest.len());
-            let (run, next) = rest.split_at(len);
-            rest = next;
-            let (mut faults, mut local) = (0, 0);
-            for s in run {
-                let (home, is_local) = Self::home(s, &dense);
-                by_home[home] += 1;
-                faults += u64::from(Self::is_fault(s));
-                local += u64::from(is_local);
+        let mut run = RunTally::new(&dense);
+        for s in samples {
+            if run.pid != Some(s.pid) {
+                run.start(s.pid, &mut tallies);
             }
-            tallies.add(first.pid, faults, local, &mut by_home);
+            run.count(s, &dense);
         }
+        run.end(&mut tallies);
         tallies
+    }
+}
+
+/// The tallies of a run of one process's samples, added to [`SampleTallies`] when it ends
+/// (samples come in long runs of one process: per-sample work stays in locals).
+pub(crate) struct RunTally {
+    pid: Option<Pid>,
+    faults: u64,
+    local: u64,
+    /// As [`SampleTally::by_home`].
+    by_home: Vec<u64>,
+}
+
+impl RunTally {
+    pub(crate) fn new(dense: &DenseNodes) -> Self {
+        Self {
+            pid: None,
+            faults: 0,
+            local: 0,
+            by_home: vec![0; dense.count() + 1],
+        }
+    }
+
+    /// Tallies `s`, a sample of the run's process. Returns its home as in
+    /// [`SampleTally::by_home`] (0 unknown, else dense node index + 1), and whether it is a
+    /// page fault rather than a sampled access.
+    #[inline]
+    pub(crate) fn count(&mut self, s: &Sample, dense: &DenseNodes) -> (usize, bool) {
+        let (home, local) = match s.home_node.and_then(|h| dense.of(h)) {
+            Some(h) => (usize::from(h) + 1, s.home_node == Some(s.node)),
+            None => (0, false),
+        };
+        let fault = matches!(
+            s.source,
+            SampleSource::PageFault | SampleSource::HintingFault
+        );
+        if let Some(c) = self.by_home.get_mut(home) {
+            *c += 1;
+        }
+        self.faults += u64::from(fault);
+        self.local += u64::from(local);
+        (home, fault)
+    }
+
+    /// Ends the current run, if any, and starts one of `pid`.
+    pub(crate) fn start(&mut self, pid: Pid, tallies: &mut SampleTallies) {
+        self.end(tallies);
+        self.pid = Some(pid);
+    }
+
+    /// Ends the current run, if any, adding it to `tallies`.
+    pub(crate) fn end(&mut self, tallies: &mut SampleTallies) {
+        let Some(pid) = self.pid.take() else {
+            return;
+        };
+        let i = match tallies.apps.iter().position(|(p, _)| *p == pid) {
+            Some(i) => i,
+            None => {
+                tallies.apps.push((pid, SampleTally::default()));
+                tallies.apps.len() - 1
+            }
+        };
+        let t = &mut tallies.apps[i].1;
+        if t.by_home.len() < self.by_home.len() {
+            t.by_home.resize(self.by_home.len(), 0);
+        }
+        for (a, c) in t.by_home.iter_mut().zip(&mut self.by_home) {
+            t.samples += *c;
+            *a += std::mem::take(c);
+        }
+        t.faults += std::mem::take(&mut self.faults);
+        t.local += std::mem::take(&mut self.local);
     }
 }
 
 /// Per-application metrics, one per process seen in the counters or samples, sorted by pid.
 pub fn per_app(obs: &Observation, topology: &Topology) -> Vec<AppMetrics> {
-    per_app_with(obs, topology, &SampleTallies::of(&obs.samples, topology))
+    per_app_with(obs, topology, SampleTallies::of(&obs.samples, topology))
 }
 
 /// [`per_app`], with the samples already tallied.
 pub(crate) fn per_app_with(
     obs: &Observation,
     topology: &Topology,
-    tallies: &SampleTallies,
+    tallies: SampleTallies,
 ) -> Vec<AppMetrics> {
     let nodes = topology.len();
     #[derive(Default)]
@@ -268,9 +290,9 @@ pub(crate) fn per_app_with(
         a.cycles += t.cycles as f64;
         a.threads += 1;
     }
-    for (pid, tally) in &tallies.apps {
-        let i = slot_of(&mut apps, *pid);
-        apps[i].1.samples = Some(tally.clone());
+    for (pid, tally) in tallies.apps {
+        let i = slot_of(&mut apps, pid);
+        apps[i].1.samples = Some(tally);
     }
     apps.sort_by_key(|(pid, _)| *pid);
     apps.into_iter()
