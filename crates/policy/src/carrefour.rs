@@ -440,13 +440,74 @@ impl Rule {
     }
 }
 
+/// The group of an action for coalescing: (technique, pid, page size, target) in one integer.
+/// A single target node enters as its number; a list of several as a hash above every node
+/// number (a collision only puts two lists side by side: merging still compares the lists
+/// themselves).
+fn group(technique: u64, pid: Pid, page_size: PageSize, target: u64) -> u64 {
+    let huge = u64::from(page_size == PageSize::Huge2M);
+    technique << 62 | u64::from(pid.0 as u32) << 30 | huge << 29 | target
+}
+
+/// A single-page migration or interleaving, as the integer it sorts by when coalescing: its
+/// [`group`] (the target a single node) above the page's start address. Decisions are
+/// gathered as these (no allocation each) and become actions once merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct PageMove(u128);
+
+impl PageMove {
+    const MIGRATE: u64 = 1;
+    const INTERLEAVE: u64 = 2;
+
+    fn new(technique: u64, (pid, start, page_size): PageKey, to: NodeId) -> Self {
+        let group = group(technique, pid, page_size, u64::from(to.0));
+        Self(u128::from(group) << 64 | u128::from(start))
+    }
+
+    /// The actions of sorted page moves, contiguous pages with the same target merged.
+    fn merge(moves: &[PageMove]) -> Vec<Action> {
+        let mut out: Vec<Action> = Vec::new();
+        let mut last: Option<(u64, PageRange)> = None;
+        let mut emit = |group: u64, range: PageRange| {
+            let to = NodeId((group & ((1 << 29) - 1)) as u16);
+            out.push(if group >> 62 == Self::MIGRATE {
+                Action::MigratePages { range, to }
+            } else {
+                Action::Interleave {
+                    range,
+                    nodes: vec![to],
+                }
+            });
+        };
+        for m in moves {
+            let (group, start) = ((m.0 >> 64) as u64, m.0 as u64);
+            if let Some((g, r)) = &mut last {
+                if *g == group && r.end() == start {
+                    r.count += 1;
+                    continue;
+                }
+                emit(*g, *r);
+            }
+            let page_size = if group >> 29 & 1 == 1 {
+                PageSize::Huge2M
+            } else {
+                PageSize::Base4K
+            };
+            let pid = Pid((group >> 30) as u32 as i32);
+            last = Some((group, PageRange::page_of(pid, start, page_size)));
+        }
+        if let Some((g, r)) = last {
+            emit(g, r);
+        }
+        out
+    }
+}
+
 /// Merges single-page actions on contiguous pages with the same target into ranges.
 fn coalesce(actions: Vec<Action>) -> Vec<Action> {
     // Actions with the same technique, process, page size and target sort together, by start
-    // address. The sort key is one integer: (technique, pid, page size, target) above the
-    // start address. A single target node enters as its number; a list of several as a hash
-    // above every node number (a collision only puts two lists side by side: merging still
-    // compares the lists themselves). Actions on no page range sort first.
+    // address: the sort key is the action's group above its start. Actions on no page range
+    // sort first.
     fn target(nodes: &[NodeId]) -> u64 {
         match nodes {
             [one] => u64::from(one.0),
@@ -460,14 +521,13 @@ fn coalesce(actions: Vec<Action>) -> Vec<Action> {
     }
     fn key(a: &Action) -> u128 {
         let (technique, range, target) = match a {
-            Action::MigratePages { range, to } => (1, range, u64::from(to.0)),
-            Action::Interleave { range, nodes } => (2, range, target(nodes)),
+            Action::MigratePages { range, to } => (PageMove::MIGRATE, range, u64::from(to.0)),
+            Action::Interleave { range, nodes } => (PageMove::INTERLEAVE, range, target(nodes)),
             Action::Replicate { range, nodes } => (3, range, target(nodes)),
             _ => return 0,
         };
-        let huge = u64::from(range.page_size == PageSize::Huge2M);
-        let group = technique << 62 | u64::from(range.pid.0 as u32) << 30 | huge << 29 | target;
-        u128::from(group) << 64 | u128::from(range.start)
+        u128::from(group(technique, range.pid, range.page_size, target)) << 64
+            | u128::from(range.start)
     }
     // Sorted as (key, position): small to move, and actions with equal keys keep their order.
     let mut order: Vec<(u128, usize)> = actions.iter().map(key).zip(0..).collect();
@@ -646,7 +706,7 @@ impl Policy for Carrefour {
             len[1] += usize::from(rule == Rule::Mark);
             len[2] += usize::from(rule == Rule::Interleave);
         }
-        let mut actions = Vec::new();
+        let mut moves = Vec::new();
         let mut acted = Vec::new();
         let (migrate, mark, interleave) =
             (&migrate[..len[0]], &mark[..len[1]], &interleave[..len[2]]);
@@ -657,10 +717,11 @@ impl Policy for Carrefour {
             let slot = self.pages.slot(i as usize);
             let key = self.pages.page(slot.packed_key());
             let node = slot.node_mask.trailing_zeros() as usize;
-            actions.push(Action::MigratePages {
-                range: PageRange::page_of(key.0, key.1, key.2),
-                to: topology.nodes()[node].id,
-            });
+            moves.push(PageMove::new(
+                PageMove::MIGRATE,
+                key,
+                topology.nodes()[node].id,
+            ));
             acted.push(i as usize);
         }
         for &i in mark {
@@ -686,10 +747,11 @@ impl Policy for Carrefour {
             };
             if let Some(dest) = odds.draw(&mut self.rng, slot.home()) {
                 let key = self.pages.page(slot.packed_key());
-                actions.push(Action::Interleave {
-                    range: PageRange::page_of(key.0, key.1, key.2),
-                    nodes: vec![topology.nodes()[dest].id],
-                });
+                moves.push(PageMove::new(
+                    PageMove::INTERLEAVE,
+                    key,
+                    topology.nodes()[dest].id,
+                ));
                 acted.push(i as usize);
             }
         }
@@ -702,6 +764,7 @@ impl Policy for Carrefour {
         }
 
         // Replication, once enough pages are marked (section 3.3.2).
+        let mut actions = Vec::new();
         let pids: Vec<Pid> = self.pending_replication.keys().copied().collect();
         for pid in pids {
             let still_allowed = decisions.iter().any(|d| d.pid == pid && d.replication);
@@ -754,7 +817,7 @@ impl Policy for Carrefour {
         // MAPTU threshold, which the counters keep measuring; when the traffic is estimated
         // from the samples themselves, stopping them would blind Carrefour for good, so it only
         // slows down.
-        let acted = actions.len();
+        let acted = moves.len() + actions.len();
         let any_enabled = decisions.iter().any(|d| d.enabled);
         let quiet = !any_enabled && !apps.is_empty();
         self.period = if quiet && !estimated {
@@ -766,7 +829,12 @@ impl Policy for Carrefour {
         };
         self.last_global = Some(global);
         self.last_decisions = decisions;
-        coalesce(actions)
+        // Migrations, then interleavings, then replications: the order of their groups, so
+        // the list is as one coalescing of every action would give.
+        moves.sort_unstable();
+        let mut merged = PageMove::merge(&moves);
+        merged.extend(coalesce(actions));
+        merged
     }
 }
 

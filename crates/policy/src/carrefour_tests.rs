@@ -814,3 +814,38 @@ proptest! {
         prop_assert_eq!(Rule::of(&slot, allows, &cfg), expected);
     }
 }
+
+proptest! {
+    /// Page moves merged straight from their sort keys give the actions that building every
+    /// single-page action and coalescing them gives.
+    #[test]
+    fn merged_page_moves_are_the_coalesced_actions(
+        moves in proptest::collection::vec(
+            (any::<bool>(), 1i32..4, any::<bool>(), 0u64..12, 0u16..3),
+            0..40,
+        ),
+    ) {
+        let mut keys = Vec::new();
+        let mut actions = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (migrate, pid, huge, page, to) in moves {
+            let size = if huge { PageSize::Huge2M } else { PageSize::Base4K };
+            let start = PAGE + page * size.bytes();
+            // One decision per page and epoch, as Carrefour makes them.
+            if !seen.insert((pid, start, huge)) {
+                continue;
+            }
+            let (pid, to) = (Pid(pid), NodeId(to));
+            let range = PageRange::page_of(pid, start, size);
+            if migrate {
+                keys.push(PageMove::new(PageMove::MIGRATE, (pid, start, size), to));
+                actions.push(Action::MigratePages { range, to });
+            } else {
+                keys.push(PageMove::new(PageMove::INTERLEAVE, (pid, start, size), to));
+                actions.push(Action::Interleave { range, nodes: vec![to] });
+            }
+        }
+        keys.sort_unstable();
+        prop_assert_eq!(PageMove::merge(&keys), coalesce(actions));
+    }
+}
