@@ -105,13 +105,22 @@ impl Default for LiveConfig {
 struct Sampler {
     /// Per process: one inherited event per CPU, following the process's main thread and
     /// every thread created after it was opened; and one event per thread that already
-    /// existed then (an inherited event does not reach threads that exist when it opens).
+    /// existed then (an inherited event does not reach threads that exist when it opens), or
+    /// that appeared later in a process that had such threads (see `threads`).
     fds: BTreeMap<(Pid, SamplerTarget), PerfFd>,
     /// The attach round in which each managed process was first seen, and in which each
     /// sampled process got its events or was found to carry an ancestor's inherited ones
     /// (forked after those opened: events of its own would count every fault twice).
     first_seen: BTreeMap<Pid, u64>,
     sampled_in: BTreeMap<Pid, u64>,
+    /// The threads last listed of each process that had threads besides its main one when
+    /// its sampler opened. Those threads' events are not inherited, so the threads they
+    /// create later carry no event: every thread that appears in such a process gets one of
+    /// its own (one that also carries the inherited events only counts once: see
+    /// `collect_samples`), and a thread's event closes once it is gone.
+    threads: BTreeMap<Pid, BTreeSet<Tid>>,
+    /// The attributes of a per-thread event.
+    thread_attr: PerfAttr,
     round: u64,
     format: SampleFormat,
     buffer: Vec<u8>,
@@ -124,7 +133,8 @@ struct Sampler {
 enum SamplerTarget {
     /// The process's main thread and its future threads, on one CPU.
     Cpu(u32),
-    /// One thread that existed when the process's sampler opened, on every CPU.
+    /// One thread, on every CPU: one that existed when the process's sampler opened, or one
+    /// that appeared later in a process that had such threads.
     Thread(Tid),
 }
 
@@ -410,6 +420,8 @@ impl<S: Sys> LinuxMachine<S> {
             fds: BTreeMap::new(),
             first_seen: BTreeMap::new(),
             sampled_in: BTreeMap::new(),
+            threads: BTreeMap::new(),
+            thread_attr: PerfAttr::default(),
             round: 0,
             format: SampleFormat {
                 sample_type: SampleFormat::TID | SampleFormat::ADDR | SampleFormat::CPU,
@@ -436,6 +448,10 @@ impl<S: Sys> LinuxMachine<S> {
             inherit: true,
             ring_pages,
             ..PerfAttr::default()
+        };
+        sampler.thread_attr = PerfAttr {
+            inherit: false,
+            ..attr.clone()
         };
         sampler.round += 1;
         let round = sampler.round;
@@ -482,19 +498,18 @@ impl<S: Sys> LinuxMachine<S> {
                 // threads are dropped (collect_samples) so that none counts twice. A
                 // per-thread event may follow its thread on every CPU because it is not
                 // inherited (perf_mmap refuses only inherited events without a CPU).
-                let per_thread = PerfAttr {
-                    inherit: false,
-                    ..attr.clone()
-                };
                 let existing: Vec<Tid> = self
                     .proc
                     .threads(pid)
                     .map(|ts| ts.into_iter().map(|t| t.tid).collect())
                     .unwrap_or_default();
                 for &tid in existing.iter().filter(|t| t.0 != pid.0) {
-                    if let Ok(fd) = self.sys.perf_open(&per_thread, Pid(tid.0), -1) {
+                    if let Ok(fd) = self.sys.perf_open(&sampler.thread_attr, Pid(tid.0), -1) {
                         sampler.fds.insert((pid, SamplerTarget::Thread(tid)), fd);
                     }
+                }
+                if existing.iter().any(|t| t.0 != pid.0) {
+                    sampler.threads.insert(pid, existing.into_iter().collect());
                 }
                 self.signals.sampler = Some(
                     "page faults (first touches; NUMA hinting faults when kernel.numa_balancing=1)"
@@ -510,6 +525,48 @@ impl<S: Sys> LinuxMachine<S> {
                     _ => format!("perf_event_open on {pid}: {e}"),
                 });
             }
+        }
+    }
+
+    /// Gives each thread that appeared since the last epoch in a process whose older threads
+    /// have events of their own (not inherited: a thread they create carries none) an event of
+    /// its own, and closes the events of threads that are gone. Runs after the epoch's rings
+    /// are drained: from the next drain on, the inherited events' samples of a thread with its
+    /// own event are dropped, so none is lost or counted twice.
+    fn follow_new_threads(&mut self, threads_of: &[(Pid, Vec<ThreadSnapshot>)]) {
+        let Some(sampler) = self.sampler.as_mut() else {
+            return;
+        };
+        sampler.threads.retain(|p, _| self.managed.contains(p));
+        for (pid, threads) in threads_of {
+            let Some(known) = sampler.threads.get_mut(pid) else {
+                continue;
+            };
+            let now: BTreeSet<Tid> = threads.iter().map(|t| t.tid).collect();
+            for &tid in now.difference(known) {
+                if tid.0 == pid.0 {
+                    continue;
+                }
+                match self.sys.perf_open(&sampler.thread_attr, Pid(tid.0), -1) {
+                    Ok(fd) => {
+                        sampler.fds.insert((*pid, SamplerTarget::Thread(tid)), fd);
+                    }
+                    Err(e) if e == Errno::ESRCH => {}
+                    Err(e) => {
+                        self.signals.sampler_error = Some(format!(
+                            "perf_event_open on thread {} of {pid}: {e}: its page faults are \
+                             not sampled",
+                            tid.0
+                        ));
+                    }
+                }
+            }
+            for &tid in known.difference(&now) {
+                if let Some(fd) = sampler.fds.remove(&(*pid, SamplerTarget::Thread(tid))) {
+                    self.sys.perf_close(fd);
+                }
+            }
+            *known = now;
         }
     }
 
@@ -903,6 +960,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
             .iter()
             .filter_map(|&pid| Some((pid, self.proc.threads(pid).ok()?)))
             .collect();
+        self.follow_new_threads(&threads_of);
         let counters = self.counters(&samples, &threads_of, duration_ns);
         let lar = Self::lar(&samples);
         let processes: Vec<ProcessInfo> = threads_of

@@ -447,3 +447,96 @@ fn throttling_and_unreadable_rings_are_reported() {
         "{why}"
     );
 }
+
+#[test]
+fn a_thread_that_appears_later_gets_its_own_event_and_loses_it_when_gone() {
+    let (_dir, proc_root) = proc_copy();
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[(HEAP, 1)])
+        .with_process(4243, &[])
+        .with_process(4244, &[])
+        .with_process(4245, &[]);
+    let cfg = LiveConfig {
+        proc_root: proc_root.clone(),
+        ..config()
+    };
+    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
+    m.set_sampling(&sampling());
+    let thread_opens = |m: &LinuxMachine<FakeSys>| {
+        m.sys()
+            .calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::PerfOpen { attr, pid, cpu: -1 } => Some((pid.0, attr.inherit)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(thread_opens(&m), [(4243, false), (4244, false)]);
+    // Thread 4244, which had its own event (not inherited), creates 4245: no event reaches
+    // it. Its fault goes to no ring this epoch; from the next one it has its own event.
+    let task = proc_root.join("4242/task");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(task.join("4244"))
+        .arg(task.join("4245"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    m.observe(0).unwrap();
+    assert_eq!(
+        thread_opens(&m),
+        [(4243, false), (4244, false), (4245, false)]
+    );
+    // fds 100-115: memhog's CPU events, 116 and 117: 4243's and 4244's, 118: 4245's. Its
+    // fault reaches its own event only; counted once.
+    m.sys
+        .ring_bytes
+        .insert(118, record(4242, 4245, HEAP + 0x10, 9));
+    let obs = m.observe(0).unwrap();
+    let tids: Vec<i32> = obs.samples.iter().map(|s| s.tid.0).collect();
+    assert_eq!(tids, [4245]);
+    assert_eq!(thread_opens(&m).len(), 3, "nothing new: no second event");
+    // 4244 exits: its event closes.
+    std::fs::remove_dir_all(task.join("4244")).unwrap();
+    m.observe(0).unwrap();
+    let closes: Vec<&Call> = m
+        .sys()
+        .calls
+        .iter()
+        .filter(|c| matches!(c, Call::PerfClose { .. }))
+        .collect();
+    assert_eq!(closes, [&Call::PerfClose { fd: PerfFd(117) }]);
+}
+
+#[test]
+fn a_process_whose_threads_all_inherit_its_events_gets_no_thread_events() {
+    let (_dir, proc_root) = proc_copy();
+    // 4250 had only its main thread when sampling began: every thread it creates inherits
+    // the main thread's events.
+    let sys = FakeSys::new()
+        .with_process(4250, &[])
+        .with_process(4251, &[]);
+    let cfg = LiveConfig {
+        proc_root: proc_root.clone(),
+        ..config()
+    };
+    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![Pid(4250)]);
+    m.set_sampling(&sampling());
+    let task = proc_root.join("4250/task");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(task.join("4250"))
+        .arg(task.join("4251"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    m.observe(0).unwrap();
+    let thread_opens = m
+        .sys()
+        .calls
+        .iter()
+        .filter(|c| matches!(c, Call::PerfOpen { cpu: -1, .. }))
+        .count();
+    assert_eq!(thread_opens, 0);
+}

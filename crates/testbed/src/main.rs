@@ -68,6 +68,12 @@ enum Workload {
         /// reaches its user's node was moved there by someone else's move_pages.
         #[arg(long)]
         bound: bool,
+        /// Start the block threads this many seconds late, from a second thread that runs from
+        /// the start (as a thread pool's manager would): for a sampler attached in between,
+        /// they are threads created by a thread that already ran, which inherit none of its
+        /// events. They then run for `secs`.
+        #[arg(long, default_value_t = 0.0)]
+        late: f64,
     },
     /// A table touched on node 0, read by every node, written rarely (one line per 10,000
     /// reads).
@@ -298,26 +304,55 @@ fn main() -> Result<()> {
                 u8::from(m.huge_uniform(buf)?)
             );
         }
-        Workload::Partitioned { mib, secs, bound } => {
+        Workload::Partitioned {
+            mib,
+            secs,
+            bound,
+            late,
+        } => {
             m.pin(0)?;
             let mut whole = vec![0u8; (mib << 20) + PAGE];
             let buf = touched_in(&mut whole, mib << 20, bound.then_some(0))?;
             let block = buf.len() / m.nodes;
-            let mut handles = Vec::new();
-            for (node, chunk) in buf.chunks_mut(block).enumerate().take(m.nodes) {
+            let chunks: Vec<(usize, usize)> = buf
+                .chunks_mut(block)
+                .take(m.nodes)
+                .map(|c| (c.as_mut_ptr() as usize, c.len()))
+                .collect();
+            let start = {
                 let stop = Arc::clone(&stop);
-                let cpus = m.cpus_of(node);
-                let (ptr, len) = (chunk.as_mut_ptr() as usize, chunk.len());
-                handles.push(std::thread::spawn(move || -> Result<u64> {
-                    RealSys::new()
-                        .sched_setaffinity(Tid(0), &cpus)
-                        .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
-                    Ok(churn(unsafe_slice(ptr, len), &stop, 16))
-                }));
-            }
-            run_for(secs, &stop);
-            for h in handles {
-                let _ = h.join();
+                move || -> Vec<std::thread::JoinHandle<Result<u64>>> {
+                    chunks
+                        .into_iter()
+                        .enumerate()
+                        .map(|(node, (ptr, len))| {
+                            let stop = Arc::clone(&stop);
+                            let cpus = m.cpus_of(node);
+                            std::thread::spawn(move || -> Result<u64> {
+                                RealSys::new()
+                                    .sched_setaffinity(Tid(0), &cpus)
+                                    .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
+                                Ok(churn(unsafe_slice(ptr, len), &stop, 16))
+                            })
+                        })
+                        .collect()
+                }
+            };
+            if late > 0.0 {
+                let manager = std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_secs_f64(late));
+                    for h in start() {
+                        let _ = h.join();
+                    }
+                });
+                run_for(late + secs, &stop);
+                let _ = manager.join();
+            } else {
+                let handles = start();
+                run_for(secs, &stop);
+                for h in handles {
+                    let _ = h.join();
+                }
             }
             for (node, chunk) in buf.chunks(block).enumerate().take(m.nodes) {
                 println!("{}", line(&format!("block {node}"), &m.placement(chunk)?));
