@@ -119,8 +119,6 @@ struct Sampler {
     /// its own (one that also carries the inherited events only counts once: see
     /// `collect_samples`), and a thread's event closes once it is gone.
     threads: BTreeMap<Pid, BTreeSet<Tid>>,
-    /// The attributes of a per-thread event.
-    thread_attr: PerfAttr,
     round: u64,
     format: SampleFormat,
     buffer: Vec<u8>,
@@ -421,7 +419,6 @@ impl<S: Sys> LinuxMachine<S> {
             first_seen: BTreeMap::new(),
             sampled_in: BTreeMap::new(),
             threads: BTreeMap::new(),
-            thread_attr: PerfAttr::default(),
             round: 0,
             format: SampleFormat {
                 sample_type: SampleFormat::TID | SampleFormat::ADDR | SampleFormat::CPU,
@@ -436,23 +433,8 @@ impl<S: Sys> LinuxMachine<S> {
             .iter()
             .flat_map(|n| n.cpus.iter().map(|c| c.0))
             .collect();
-        // Ring pages per CPU: a power of two, smaller on machines with many CPUs.
-        let ring_pages = (self.config.ring_pages * 8 / cpus.len().max(1))
-            .clamp(4, self.config.ring_pages.max(4))
-            .next_power_of_two();
-        let attr = PerfAttr {
-            kind: 1,   // PERF_TYPE_SOFTWARE
-            config: 2, // PERF_COUNT_SW_PAGE_FAULTS
-            sample_period: 1,
-            sample_type: sampler.format.sample_type,
-            inherit: true,
-            ring_pages,
-            ..PerfAttr::default()
-        };
-        sampler.thread_attr = PerfAttr {
-            inherit: false,
-            ..attr.clone()
-        };
+        let attr = Self::sampler_attr(&self.config, cpus.len(), sampler, true);
+        let thread_attr = Self::sampler_attr(&self.config, cpus.len(), sampler, false);
         sampler.round += 1;
         let round = sampler.round;
         for &pid in &self.managed {
@@ -504,7 +486,7 @@ impl<S: Sys> LinuxMachine<S> {
                     .map(|ts| ts.into_iter().map(|t| t.tid).collect())
                     .unwrap_or_default();
                 for &tid in existing.iter().filter(|t| t.0 != pid.0) {
-                    if let Ok(fd) = self.sys.perf_open(&sampler.thread_attr, Pid(tid.0), -1) {
+                    if let Ok(fd) = self.sys.perf_open(&thread_attr, Pid(tid.0), -1) {
                         sampler.fds.insert((pid, SamplerTarget::Thread(tid)), fd);
                     }
                 }
@@ -528,15 +510,39 @@ impl<S: Sys> LinuxMachine<S> {
         }
     }
 
+    /// The page-fault sampler's event: inherited (a process's, per CPU) or not (a thread's, on
+    /// every CPU). Ring pages per CPU: a power of two, smaller on machines with many CPUs.
+    fn sampler_attr(
+        config: &LiveConfig,
+        cpus: usize,
+        sampler: &Sampler,
+        inherit: bool,
+    ) -> PerfAttr {
+        let ring_pages = (config.ring_pages * 8 / cpus.max(1))
+            .clamp(4, config.ring_pages.max(4))
+            .next_power_of_two();
+        PerfAttr {
+            kind: 1,   // PERF_TYPE_SOFTWARE
+            config: 2, // PERF_COUNT_SW_PAGE_FAULTS
+            sample_period: 1,
+            sample_type: sampler.format.sample_type,
+            inherit,
+            ring_pages,
+            ..PerfAttr::default()
+        }
+    }
+
     /// Gives each thread that appeared since the last epoch in a process whose older threads
     /// have events of their own (not inherited: a thread they create carries none) an event of
     /// its own, and closes the events of threads that are gone. Runs after the epoch's rings
     /// are drained: from the next drain on, the inherited events' samples of a thread with its
     /// own event are dropped, so none is lost or counted twice.
     fn follow_new_threads(&mut self, threads_of: &[(Pid, Vec<ThreadSnapshot>)]) {
+        let cpus = self.topology.nodes().iter().map(|n| n.cpus.len()).sum();
         let Some(sampler) = self.sampler.as_mut() else {
             return;
         };
+        let thread_attr = Self::sampler_attr(&self.config, cpus, sampler, false);
         sampler.threads.retain(|p, _| self.managed.contains(p));
         for (pid, threads) in threads_of {
             let Some(known) = sampler.threads.get_mut(pid) else {
@@ -547,7 +553,7 @@ impl<S: Sys> LinuxMachine<S> {
                 if tid.0 == pid.0 {
                     continue;
                 }
-                match self.sys.perf_open(&sampler.thread_attr, Pid(tid.0), -1) {
+                match self.sys.perf_open(&thread_attr, Pid(tid.0), -1) {
                     Ok(fd) => {
                         sampler.fds.insert((*pid, SamplerTarget::Thread(tid)), fd);
                     }

@@ -59,6 +59,27 @@ fn record(pid: u32, tid: u32, addr: u64, cpu: u32) -> Vec<u8> {
     b
 }
 
+/// The sampler events opened so far: (pid or tid, CPU or -1, inherited).
+fn perf_opens(m: &LinuxMachine<FakeSys>) -> Vec<(i32, i32, bool)> {
+    m.sys()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::PerfOpen { attr, pid, cpu } => Some((pid.0, *cpu, attr.inherit)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The per-thread events (on every CPU) opened so far: (tid, inherited).
+fn thread_opens(m: &LinuxMachine<FakeSys>) -> Vec<(i32, bool)> {
+    perf_opens(m)
+        .into_iter()
+        .filter(|o| o.1 == -1)
+        .map(|(tid, _, inherit)| (tid, inherit))
+        .collect()
+}
+
 #[test]
 fn manages_the_selected_process_and_its_descendants_only() {
     let m = LinuxMachine::to_manage(FakeSys::new(), topo(), config(), vec![MEMHOG]);
@@ -86,15 +107,7 @@ fn sampling_opens_inherited_events_per_cpu_and_one_event_per_existing_thread() {
         .with_process(5000, &[]);
     let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
     m.set_sampling(&sampling());
-    let opens: Vec<(i32, i32, bool)> = m
-        .sys()
-        .calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::PerfOpen { attr, pid, cpu } => Some((pid.0, *cpu, attr.inherit)),
-            _ => None,
-        })
-        .collect();
+    let opens = perf_opens(&m);
     // 16 inherited CPU events for each of the three live processes, then one event on every
     // CPU for each thread memhog already had (4243 and 4244, which inherited events would
     // miss; its thread 4246 has exited); 4260 has exited: its first open says ESRCH and its
@@ -129,16 +142,8 @@ fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
     };
     let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
     m.set_sampling(&sampling());
-    let opened = |m: &LinuxMachine<FakeSys>| {
-        m.sys()
-            .calls
-            .iter()
-            .filter_map(|c| match c {
-                Call::PerfOpen { pid, .. } => Some(pid.0),
-                _ => None,
-            })
-            .collect::<Vec<i32>>()
-    };
+    let opened =
+        |m: &LinuxMachine<FakeSys>| -> Vec<i32> { perf_opens(m).iter().map(|o| o.0).collect() };
     // Memhog and its children that already ran get events of their own.
     let before = opened(&m);
     assert!(before.contains(&4250) && before.contains(&5000));
@@ -462,16 +467,6 @@ fn a_thread_that_appears_later_gets_its_own_event_and_loses_it_when_gone() {
     };
     let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
     m.set_sampling(&sampling());
-    let thread_opens = |m: &LinuxMachine<FakeSys>| {
-        m.sys()
-            .calls
-            .iter()
-            .filter_map(|c| match c {
-                Call::PerfOpen { attr, pid, cpu: -1 } => Some((pid.0, attr.inherit)),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-    };
     assert_eq!(thread_opens(&m), [(4243, false), (4244, false)]);
     // Thread 4244, which had its own event (not inherited), creates 4245: no event reaches
     // it. Its fault goes to no ring this epoch; from the next one it has its own event.
@@ -532,11 +527,5 @@ fn a_process_whose_threads_all_inherit_its_events_gets_no_thread_events() {
         .unwrap();
     assert!(copied.success());
     m.observe(0).unwrap();
-    let thread_opens = m
-        .sys()
-        .calls
-        .iter()
-        .filter(|c| matches!(c, Call::PerfOpen { cpu: -1, .. }))
-        .count();
-    assert_eq!(thread_opens, 0);
+    assert_eq!(thread_opens(&m), []);
 }
