@@ -6,8 +6,28 @@
 
 pass=0
 fail=0
-ok() { echo "ok $1${2:+: $2}"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+ok() { echo "ok $1${2:+: $2}"; pass=$((pass + 1)); keep_recording "$1" ok; }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); keep_recording "$1" fail; }
+
+# rondpoint.keep=fail (or all), from testbed/run.sh's KEEP: the Carrefour checks record their
+# run (`rondpoint run --record`, every sample), and the recordings of failed (or all) checks are
+# printed on the console, gzipped and in base64 between RECORDING-BEGIN and RECORDING-END lines,
+# for run.sh to save (docs/testbed.md: replaying a failed check).
+keep=$(sed -n 's/.*rondpoint\.keep=\([a-z]*\).*/\1/p' /proc/cmdline)
+recording=/tmp/recording.jsonl
+# Arguments of `rondpoint run` / `rondpoint daemon` that record, when recordings are kept.
+record_args() { [ -n "$keep" ] && echo "--record $recording --record-max-samples all"; }
+kept=0
+keep_recording() {
+    [ -s "$recording" ] || return 0
+    if [ "$keep" = all ] || { [ "$keep" = fail ] && [ "$2" = fail ]; }; then
+        kept=$((kept + 1))
+        echo "RECORDING-BEGIN $1-$kept-$2"
+        gzip -c "$recording" | base64
+        echo "RECORDING-END"
+    fi
+    rm -f "$recording"
+}
 skip() { echo "skip $1: $2"; }
 
 # Field N<n>= of an mgen line.
@@ -81,7 +101,8 @@ samples_seen() { echo "$1" | sed -n 's/.*"samples": \([0-9]*\).*/\1/p' | head -1
 # shows Carrefour's own placement, with the kernel kept out (docs/testbed.md).
 check_carrefour_shared() {
     balancing 1; thp never
-    out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen shared-buffer --mib 32 --secs 8 2>/tmp/run.err)
+    # shellcheck disable=SC2046 # record_args: words, split on purpose
+    out=$(rondpoint run $(record_args) --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen shared-buffer --mib 32 --secs 8 2>/tmp/run.err)
     line=$(echo "$out" | grep '^mgen placement')
     seen=$(samples_seen "$out")
     asked=$(echo "$out" | grep -o '"pages_requested": [0-9]*' | awk '{s += $2} END {print s + 0}')
@@ -100,7 +121,8 @@ check_carrefour_shared() {
 # As in check 4 the moves are mostly the kernel's; check 5b shows rondpoint's own.
 check_carrefour_partitioned() {
     balancing 1; thp never
-    out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen partitioned --mib 32 --secs 8 2>/tmp/run.err)
+    # shellcheck disable=SC2046 # record_args: words, split on purpose
+    out=$(rondpoint run $(record_args) --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen partitioned --mib 32 --secs 8 2>/tmp/run.err)
     good=0
     for n in 0 1 2 3; do
         line=$(echo "$out" | grep "^mgen block $n ")
@@ -146,7 +168,8 @@ kernel_moved() { echo "$1" | sed -n 's/.*"pages_migrated": \([0-9]*\).*/\1/p' | 
 # pages count too) are fewer than the pages that left node 0.
 check_carrefour_own_shared() {
     balancing 1; thp never; scanner_fast
-    out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen shared-buffer --bound --mib 8 --secs 20 2>/tmp/run.err)
+    # shellcheck disable=SC2046 # record_args: words, split on purpose
+    out=$(rondpoint run $(record_args) --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen shared-buffer --bound --mib 8 --secs 20 2>/tmp/run.err)
     scanner_restore
     line=$(echo "$out" | grep '^mgen placement')
     t=$(total "$line"); n0=$(field "$line" N0)
@@ -172,7 +195,8 @@ check_carrefour_own_partitioned() {
             return ;;
     esac
     balancing 1; thp never; scanner_fast
-    out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen partitioned --bound --mib 8 --secs 12 2>/tmp/run.err)
+    # shellcheck disable=SC2046 # record_args: words, split on purpose
+    out=$(rondpoint run $(record_args) --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen partitioned --bound --mib 8 --secs 12 2>/tmp/run.err)
     scanner_restore
     good=0; t=0
     for n in 0 1 2 3; do
@@ -205,7 +229,8 @@ check_daemon_late_threads() {
     rondpoint-mgen partitioned --bound --mib 8 --secs 12 --late 3 > /tmp/mgen.out 2>&1 &
     p=$!
     sleep 1
-    rondpoint daemon --pid "$p" --policy carrefour --epoch-ms 500 --json > /tmp/daemon.out 2>/tmp/run.err &
+    # shellcheck disable=SC2046 # record_args: words, split on purpose
+    rondpoint daemon $(record_args) --pid "$p" --policy carrefour --epoch-ms 500 --json > /tmp/daemon.out 2>/tmp/run.err &
     d=$!
     wait "$p"
     kill -INT "$d"; wait "$d"
@@ -310,7 +335,7 @@ bench_migrate() {
 }
 
 # rondpoint.checks=a,b (kernel command line) runs only those; rondpoint.verbose=1 prints
-# rondpoint's reports.
+# rondpoint's reports; rondpoint.keep: above.
 wanted=$(sed -n 's/.*rondpoint\.checks=\([^ ]*\).*/\1/p' /proc/cmdline)
 verbose=$(sed -n 's/.*rondpoint\.verbose=\([^ ]*\).*/\1/p' /proc/cmdline)
 repeat=$(sed -n 's/.*rondpoint\.repeat=\([0-9]*\).*/\1/p' /proc/cmdline)

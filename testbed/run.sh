@@ -10,6 +10,9 @@
 #   testbed/run.sh              # both kernels, every check
 #   KERNELS=linux-image-6.12-cloud-amd64 CHECKS=threads,thp VERBOSE=1 testbed/run.sh
 #   CHECKS=threads REPEAT=5 testbed/run.sh   # each check 5 times in one boot (hunting flakes)
+#   KEEP=/tmp/recs CHECKS=carrefour_own_shared REPEAT=5 testbed/run.sh
+#       # the Carrefour checks record their runs; the recordings of failed ones are saved as
+#       # /tmp/recs/KERNEL-CHECK-N-fail.jsonl for `rondpoint replay` (KEEP_ALL=1: every one)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +20,13 @@ repo=$(dirname "$here")
 cache=${RONDPOINT_TESTBED_CACHE:-$HOME/.cache/rondpoint-testbed}
 kernels=${KERNELS:-"linux-image-cloud-amd64 linux-image-6.12-cloud-amd64"}
 timeout_s=${TESTBED_TIMEOUT:-600}
+keep_dir=${KEEP:-}
+keep_which=""
+if [ -n "$keep_dir" ]; then
+    mkdir -p "$keep_dir"
+    keep_which=fail
+    [ "${KEEP_ALL:-0}" = 1 ] && keep_which=all
+fi
 mkdir -p "$cache"
 
 say() { echo "testbed: $*" >&2; }
@@ -93,6 +103,21 @@ for a in 0 1 2 3; do
     done
 done
 
+# The guest's log, without the recordings' base64.
+guest_log() { awk '/^RECORDING-BEGIN/ {print; on = 1; next} /^RECORDING-END/ {on = 0} !on' "$1" | cat -v; }
+
+# The recordings a guest printed (checks.sh, keep_recording), saved into $keep_dir.
+save_recordings() {
+    local log=$1 name=$2 n=0 id
+    while read -r id; do
+        tr -d '\r' < "$log" | awk -v id="$id" '$1 == "RECORDING-BEGIN" && $2 == id {on = 1; next}
+            on && /^RECORDING-END/ {on = 0} on {print}' | base64 -d | gunzip \
+            > "$keep_dir/$name-$id.jsonl" || { say "recording $id of $name is damaged"; continue; }
+        n=$((n + 1))
+    done < <(grep -a '^RECORDING-BEGIN ' "$log" | tr -d '\r' | awk '{print $2}')
+    say "$name: $n recordings saved in $keep_dir"
+}
+
 failed=0
 for meta in $kernels; do
     vmlinuz=$(kernel_image "$meta")
@@ -102,29 +127,30 @@ for meta in $kernels; do
     start=$(date +%s)
     timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -m 2G -smp 4 -nographic -no-reboot \
         -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
-        -append "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise rondpoint.checks=${CHECKS:-all} rondpoint.verbose=${VERBOSE:-0} rondpoint.repeat=${REPEAT:-1}" \
+        -append "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise rondpoint.checks=${CHECKS:-all} rondpoint.verbose=${VERBOSE:-0} rondpoint.repeat=${REPEAT:-1}${keep_which:+ rondpoint.keep=$keep_which}" \
         "${numa[@]}" >"$log" 2>&1 || true
     took=$(( $(date +%s) - start ))
     result=$(grep -a -E '^TESTBED: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1 || true)
     if [ -z "$result" ]; then
         say "$name: no result line after ${took}s; guest log:"
-        cat -v "$log" >&2
+        guest_log "$log" >&2
         failed=1
         continue
     fi
+    [ -n "$keep_dir" ] && save_recordings "$log" "$name"
     grep -a -E '^(ok|FAIL|skip) ' "$log" | sed "s/^/  [$name] /" >&2 || true
     grep -a -E '^bench ' "$log" | tr -d '\r' | sed "s/^/  [$name] /" >&2 || true
     if echo "$result" | grep -q '^TESTBED: 0 passed, 0 failed' && [ "${CHECKS:-all}" != bench ]; then
         say "$name: no check ran (CHECKS=${CHECKS:-all}); guest log:"
-        cat -v "$log" >&2
+        guest_log "$log" >&2
         failed=1
     elif ! echo "$result" | grep -q ' 0 failed'; then
         say "$name: $result; guest log:"
-        cat -v "$log" >&2
+        guest_log "$log" >&2
         failed=1
     else
         say "$name: $result (${took}s)"
-        [ "${VERBOSE:-0}" = 1 ] && cat -v "$log" >&2
+        [ "${VERBOSE:-0}" = 1 ] && guest_log "$log" >&2
     fi
     # One line cargo's and CI's readers recognise.
     echo "testbed $name: ${result#TESTBED: }"

@@ -33,6 +33,7 @@ fn wait_for(path: &std::path::Path, what: impl Fn(&Value) -> bool) -> Value {
 fn manages_a_pid_publishes_state_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
+    let recording = dir.path().join("daemon.jsonl");
     let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
     let bin = assert_cmd::cargo::cargo_bin("rondpoint");
     let daemon = Command::new(bin)
@@ -48,6 +49,8 @@ fn manages_a_pid_publishes_state_and_stops_on_sigterm() {
             "fixtures/sysfs/r905-asymmetric",
             "--state-file",
             state.to_str().unwrap(),
+            "--record",
+            recording.to_str().unwrap(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -69,6 +72,31 @@ fn manages_a_pid_publishes_state_and_stops_on_sigterm() {
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["epochs"].as_u64().unwrap() >= 2);
+    // The recording holds every epoch of the report, after the header naming the daemon.
+    let text = std::fs::read_to_string(&recording).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines[0]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("live daemon policy=carrefour"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[0]["processes"][0]["pid"], victim.id());
+    assert_eq!(
+        lines.len() as u64 - 1,
+        report["epochs"].as_u64().unwrap(),
+        "one line per epoch"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("recorded"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         victim.try_wait().unwrap().is_none(),
         "the managed program must survive"

@@ -157,3 +157,89 @@ fn sigterm_is_passed_on_to_the_program_and_the_report_still_printed() {
     assert_eq!(out.status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("program killed by signal 15"), "{stderr}");
 }
+
+#[test]
+fn a_live_run_is_recorded_and_replays_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("live.jsonl");
+    let f = file.to_str().unwrap();
+    rondpoint(&[
+        "run",
+        "--epoch-ms",
+        "300",
+        "--record",
+        f,
+        "--record-max-samples",
+        "50",
+        "--sysfs-root",
+        "fixtures/sysfs/r905-asymmetric",
+        "--",
+        "sh",
+        "-c",
+        TOUCH,
+    ])
+    .assert()
+    .success()
+    .stderr(predicate::str::contains("recorded"))
+    .stderr(predicate::str::contains(f));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["kind"], "header");
+    let source = lines[0]["source"].as_str().unwrap();
+    assert!(source.starts_with("live run 'sh -c"), "{source}");
+    assert!(source.contains("policy=carrefour kernel="), "{source}");
+    // The header lists the launched program (and the children it had by the first epoch's
+    // end), and the topology is the fixture's four nodes.
+    assert_eq!(
+        lines[0]["processes"][0]["comm"], "sh",
+        "{}",
+        lines[0]["processes"]
+    );
+    assert_eq!(lines[0]["topology"]["nodes"].as_array().unwrap().len(), 4);
+    let epochs = &lines[1..];
+    assert!(epochs.len() >= 2, "{} epochs", epochs.len());
+    for e in epochs {
+        assert_eq!(e["kind"], "epoch");
+        assert!(e["observation"]["samples"].as_array().unwrap().len() <= 50);
+    }
+    let j: Value =
+        serde_json::from_str(&common::stdout(&["replay", f, "-p", "carrefour", "--json"])).unwrap();
+    assert_eq!(j["epochs"].as_array().unwrap().len(), epochs.len());
+}
+
+#[test]
+fn a_recording_that_cannot_be_written_stops_the_run_before_the_program_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    rondpoint(&[
+        "run",
+        "--record",
+        "/no/such/dir/live.jsonl",
+        "--sysfs-root",
+        "fixtures/sysfs/r905-asymmetric",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("/no/such/dir/live.jsonl"));
+    assert!(!marker.exists(), "the program ran");
+    rondpoint(&[
+        "run",
+        "--record",
+        "x.jsonl",
+        "--record-max-samples",
+        "lots",
+        "--",
+        "true",
+    ])
+    .assert()
+    .code(2)
+    .stderr(predicate::str::contains(
+        "neither a number of samples nor 'all'",
+    ));
+}

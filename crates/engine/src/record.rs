@@ -104,6 +104,12 @@ impl<W: Write> Recorder<W> {
         )
     }
 
+    /// Writes out what is buffered, so that the epochs so far survive the process (a live
+    /// recording of a daemon that is killed).
+    pub fn flush(&mut self) -> Result<(), RecordError> {
+        self.out.flush().map_err(RecordError::Write)
+    }
+
     /// Flushes and returns the writer.
     pub fn finish(mut self) -> Result<W, RecordError> {
         self.out.flush().map_err(RecordError::Write)?;

@@ -1,11 +1,12 @@
 //! `rondpoint daemon`: manage running processes until stopped.
 
 use crate::commands::options::{Live, LiveOptions, drive};
+use crate::commands::record::{LiveRecording, live_source};
 use crate::commands::run::RunReport;
 use crate::signals;
 use anyhow::{Result, bail};
 use clap::Args;
-use rondpoint_engine::EpochReport;
+use rondpoint_engine::{EpochReport, Machine};
 use rondpoint_linux::machine::{LinuxMachine, Selection};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::{OutcomeStatus, Pid};
@@ -76,7 +77,14 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         engine,
     } = opts.prepare()?;
     if !topology.is_numa() {
-        eprintln!("rondpoint: this machine has a single NUMA node: there is nothing to manage");
+        eprintln!(
+            "rondpoint: this machine has a single NUMA node: there is nothing to manage{}",
+            if opts.record.is_some() {
+                " (nothing recorded)"
+            } else {
+                ""
+            }
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let stop = signals::install()?;
@@ -96,6 +104,14 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
                 .join(", ")
         );
     }
+    let mut recording = opts
+        .record
+        .as_deref()
+        .map(|path| {
+            let source = live_source("daemon", &opts.policy);
+            LiveRecording::create(path, source, machine.topology(), opts.record_max_samples.0)
+        })
+        .transpose()?;
     let started = Instant::now();
     let mut state = State {
         schema_version: 1,
@@ -105,6 +121,9 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     };
     let mut write_error: Option<String> = None;
     let on_epoch = |r: &EpochReport<'_>| {
+        if let Some(recording) = recording.as_mut() {
+            recording.epoch(r);
+        }
         state.uptime_s = started.elapsed().as_secs_f64();
         state.epoch = r.epoch;
         state.managed = r.observation.processes.iter().map(|p| p.pid.0).collect();
@@ -138,7 +157,18 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         machine.managed().len()
     )];
     let exit = Some("left running (rondpoint stopped managing them)".into());
-    let notes = write_error.into_iter().collect();
+    let mut notes: Vec<String> = write_error.into_iter().collect();
+    let saved = match recording.map(LiveRecording::finish) {
+        Some(Ok(saved)) => Some(saved),
+        Some(Err(e)) => {
+            notes.push(e);
+            None
+        }
+        None => None,
+    };
     RunReport::new(opts, command, exit, started, acct, &mut machine, notes).print(opts.json)?;
+    if let Some(saved) = saved {
+        eprintln!("rondpoint: {saved}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -89,6 +89,28 @@ pub struct LiveOptions {
     /// Read the topology from DIR instead of /sys.
     #[arg(long, value_name = "DIR", default_value = "/sys")]
     pub sysfs_root: PathBuf,
+    /// Save every epoch's observation, and the policy's actions with their outcomes, to FILE
+    /// (JSON lines, docs/record-format.md), for `rondpoint replay` to run any policy over
+    /// offline. Written out after each epoch.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// With --record: most samples kept per epoch in the file (spread evenly over the epoch's),
+    /// or `all`. A policy replayed over thinned samples can decide differently from the live one.
+    #[arg(long, value_name = "N|all", default_value = "20000", value_parser = parse_max_samples)]
+    pub record_max_samples: MaxSamples,
+}
+
+/// `--record-max-samples`: a number, or every sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaxSamples(pub Option<usize>);
+
+fn parse_max_samples(s: &str) -> Result<MaxSamples, String> {
+    if s == "all" {
+        return Ok(MaxSamples(None));
+    }
+    s.parse()
+        .map(|n| MaxSamples(Some(n)))
+        .map_err(|_| format!("'{s}' is neither a number of samples nor 'all'"))
 }
 
 /// Everything built from [`LiveOptions`] before a live run starts.

@@ -1,20 +1,21 @@
 //! `rondpoint record` and `rondpoint replay`: observations to a file, and a policy run over
-//! them offline.
+//! them offline; and `--record` of `rondpoint run` and `rondpoint daemon`, the same file from a
+//! live machine.
 
 use crate::commands::options::PolicyOptions;
 use crate::format;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::record::{self, Recorder};
-use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
-use rondpoint_model::Action;
+use rondpoint_engine::{EngineConfig, EpochReport, Machine, VirtualClock};
+use rondpoint_model::{Action, Topology};
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
@@ -104,6 +105,118 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         args.output.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A recording of a live run (`--record`). The file is created before anything is managed, so
+/// that a path that cannot be written is an error up front; the header is written with the
+/// first epoch, whose processes it lists (a launched program exists only once the run starts).
+/// A write error ends the recording, not the run: it is reported in the run's notes.
+pub struct LiveRecording {
+    path: PathBuf,
+    source: String,
+    topology: Topology,
+    max_samples: Option<usize>,
+    /// The file until the header is written.
+    file: Option<File>,
+    recorder: Option<Recorder<BufWriter<File>>>,
+    epochs: u64,
+    error: Option<String>,
+}
+
+impl LiveRecording {
+    pub fn create(
+        path: &Path,
+        source: String,
+        topology: &Topology,
+        max_samples: Option<usize>,
+    ) -> Result<Self> {
+        let file = File::create(path)
+            .with_context(|| format!("creating the recording {}", path.display()))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            source,
+            topology: topology.clone(),
+            max_samples,
+            file: Some(file),
+            recorder: None,
+            epochs: 0,
+            error: None,
+        })
+    }
+
+    /// Appends an epoch (with the header first), and writes it out.
+    pub fn epoch(&mut self, r: &EpochReport<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Some(file) = self.file.take() {
+            match Recorder::new(
+                BufWriter::new(file),
+                &self.source,
+                &self.topology,
+                &r.observation.processes,
+                self.max_samples,
+            ) {
+                Ok(recorder) => self.recorder = Some(recorder),
+                Err(e) => {
+                    self.error = Some(e.to_string());
+                    return;
+                }
+            }
+        }
+        let Some(recorder) = self.recorder.as_mut() else {
+            return;
+        };
+        match recorder.epoch(r).and_then(|()| recorder.flush()) {
+            Ok(()) => self.epochs += 1,
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    /// Ends the recording: `Ok` says what was saved, `Err` why the recording stopped early.
+    pub fn finish(mut self) -> Result<String, String> {
+        if self.error.is_none() {
+            if let Some(file) = self.file.take() {
+                // No epoch ended: the header alone, with no processes.
+                if let Err(e) = Recorder::new(
+                    BufWriter::new(file),
+                    &self.source,
+                    &self.topology,
+                    &[],
+                    self.max_samples,
+                )
+                .and_then(Recorder::finish)
+                {
+                    self.error = Some(e.to_string());
+                }
+            } else if let Some(r) = self.recorder.take() {
+                if let Err(e) = r.finish() {
+                    self.error = Some(e.to_string());
+                }
+            }
+        }
+        match self.error {
+            None => Ok(format!(
+                "recorded {} epochs to {} (rondpoint replay {} --policy P)",
+                self.epochs,
+                self.path.display(),
+                self.path.display()
+            )),
+            Some(e) => Err(format!(
+                "the recording {} stopped after {} epochs: {e}",
+                self.path.display(),
+                self.epochs
+            )),
+        }
+    }
+}
+
+/// Where a live recording came from: "live run 'CMD' policy=P kernel=K".
+pub fn live_source(what: &str, policy: &str) -> String {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    format!("live {what} policy={policy} kernel={kernel}")
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! `rondpoint run`: launch a program under management and report, like `perf stat`.
 
 use crate::commands::options::{Live, LiveOptions, drive};
+use crate::commands::record::{LiveRecording, live_source};
 use crate::format;
 use crate::signals;
 use anyhow::Result;
@@ -139,18 +140,39 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if !topology.is_numa() {
         eprintln!(
             "rondpoint: this machine has a single NUMA node: there is nothing to manage; running \
-             {} unchanged",
-            args.command[0].to_string_lossy()
+             {} unchanged{}",
+            args.command[0].to_string_lossy(),
+            if opts.record.is_some() {
+                " (nothing recorded)"
+            } else {
+                ""
+            }
         );
         return run_plain(&args.command);
     }
 
+    let command: Vec<String> = args
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut recording = opts
+        .record
+        .as_deref()
+        .map(|path| {
+            let source = live_source(&format!("run '{}'", command.join(" ")), &opts.policy);
+            LiveRecording::create(path, source, &topology, opts.record_max_samples.0)
+        })
+        .transpose()?;
     let stop = signals::install()?;
     let machine = LinuxMachine::to_launch(RealSys::new(), topology, live, args.command.clone());
     let started = Instant::now();
     let progress = std::io::stderr().is_terminal() && !opts.json;
     let label = &opts.policy;
     let on_epoch = |r: &rondpoint_engine::EpochReport<'_>| {
+        if let Some(recording) = recording.as_mut() {
+            recording.epoch(r);
+        }
         if progress {
             let done = r.outcomes.iter().map(|o| o.pages_done).sum::<u64>();
             eprint!(
@@ -179,14 +201,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if progress {
         eprintln!();
     }
-    let command = args
-        .command
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let (saved, notes) = match recording.map(LiveRecording::finish) {
+        Some(Ok(saved)) => (Some(saved), Vec::new()),
+        Some(Err(e)) => (None, vec![e]),
+        None => (None, Vec::new()),
+    };
     let exit = describe(machine.exit_status());
-    RunReport::new(opts, command, exit, started, acct, &mut machine, Vec::new())
-        .print(opts.json)?;
+    RunReport::new(opts, command, exit, started, acct, &mut machine, notes).print(opts.json)?;
+    if let Some(saved) = saved {
+        eprintln!("rondpoint: {saved}");
+    }
     Ok(exit_code(machine.exit_status()))
 }
 
