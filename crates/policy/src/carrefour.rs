@@ -101,14 +101,22 @@ pub struct CarrefourConfig {
     /// yields this many samples in an epoch. Chosen: enough for a few pages to reach two
     /// samples.
     pub min_samples_when_estimated: u64,
-    /// Epochs over which a page's statistics are kept once a page fault or NUMA hinting fault
-    /// is among its samples (statistics from IBS/PEBS samples alone last one epoch, as in the
-    /// paper). A hinting fault comes at most once per page per kernel scan period (256 MB per
-    /// 1 s or more), so a page rarely gets two samples in one epoch; the paper's per-epoch reset
-    /// would leave Carrefour blind. Chosen: 8 epochs. A page's statistics are also reset once
+    /// Shortest window, in epochs, over which a page's statistics are kept once a page fault or
+    /// NUMA hinting fault is among its samples (statistics from IBS/PEBS samples alone last one
+    /// epoch, as in the paper). A hinting fault comes at most once per page per scan of its
+    /// process by the kernel (256 MB per scan period of 1 s to 60 s), so a page rarely gets two
+    /// samples in one epoch; the paper's per-epoch reset would leave Carrefour blind. The
+    /// window grows beyond this to hold three quarters of the gaps measured between successive
+    /// fault samples of a page (rounded up to a power of two), so that it follows the
+    /// scanner's actual pace. Chosen: 8 epochs. A page's statistics are also reset once
     /// Carrefour acts on it, and when it is found on another node than before (moved by someone
     /// else: its old samples are stale).
     pub fault_sample_window_epochs: u32,
+    /// Longest fault-sample window (epochs) the measured gaps can make. Chosen: 256 epochs,
+    /// about four of the kernel's slowest scan periods (numa_balancing_scan_period_max_ms,
+    /// 60 s) at 1 s epochs; longer windows mostly fill the tracked pages with pages waiting
+    /// for their second sample.
+    pub fault_sample_window_max_epochs: u32,
     /// Seed of the P_migrate / P_node draws.
     pub seed: u64,
 }
@@ -136,6 +144,7 @@ impl Default for CarrefourConfig {
             ],
             min_samples_when_estimated: 100,
             fault_sample_window_epochs: 8,
+            fault_sample_window_max_epochs: 256,
             seed: 1,
         }
     }
@@ -221,10 +230,17 @@ impl Carrefour {
                 pages::MAX_COLLAPSES
             )));
         }
-        if cfg.fault_sample_window_epochs > pages::MAX_WINDOW_EPOCHS {
+        if cfg.fault_sample_window_max_epochs > pages::MAX_WINDOW_EPOCHS {
             return Err(bad(format!(
-                "fault_sample_window_epochs must be at most {}",
+                "fault_sample_window_max_epochs must be at most {}",
                 pages::MAX_WINDOW_EPOCHS
+            )));
+        }
+        if cfg.fault_sample_window_epochs > cfg.fault_sample_window_max_epochs {
+            return Err(bad(format!(
+                "fault_sample_window_epochs ({}) must be at most fault_sample_window_max_epochs \
+                 ({})",
+                cfg.fault_sample_window_epochs, cfg.fault_sample_window_max_epochs
             )));
         }
         if let Some(f) = cfg.replication_min_free_fraction {
@@ -302,8 +318,11 @@ impl Carrefour {
     /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`), and
     /// tallies them by process on the way (for the per-application metrics).
     fn ingest(&mut self, topology: &Topology, obs: &Observation) -> SampleTallies {
-        self.pages
-            .begin_epoch(obs.epoch, self.cfg.fault_sample_window_epochs.max(1));
+        self.pages.begin_epoch(
+            obs.epoch,
+            self.cfg.fault_sample_window_epochs,
+            self.cfg.fault_sample_window_max_epochs,
+        );
         let dense = DenseNodes::new(topology);
         if self.faulted.len() > self.cfg.max_tracked_pages.saturating_mul(4) {
             self.faulted = FxHashSet::default();

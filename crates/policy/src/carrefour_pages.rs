@@ -13,7 +13,10 @@
 //! Statistics are reset lazily: a slot's are current while it was sampled within its window
 //! (1 epoch for IBS/PEBS samples; the fault-sample window once a page fault or hinting fault is
 //! among them), and the first sample after that starts them afresh, so nothing is cleared
-//! between epochs. Slots that are neither current nor remembered for good are dropped
+//! between epochs. The fault-sample window follows the kernel's scanner: the table measures how
+//! long pages go between two fault samples, and the window grows to hold most of those gaps
+//! (see [`PageTable::begin_epoch`]), since a page takes one hinting fault per scan of its
+//! process and needs two samples before Carrefour decides anything about it. Slots that are neither current nor remembered for good are dropped
 //! when the table is rebuilt, which happens when it fills up (three quarters).
 
 use crate::metrics::{DenseNodes, RunTally, SampleTallies};
@@ -50,6 +53,18 @@ pub(crate) const MAX_COLLAPSES: u32 = COLLAPSES as u32;
 const SWEEP_EPOCHS: u32 = 8192;
 /// Longest statistics window the 16-bit epochs allow (with the sweep above).
 pub(crate) const MAX_WINDOW_EPOCHS: u32 = 4096;
+
+/// The fault-sample window is made to hold this share of the measured gaps between a page's
+/// successive fault samples. Chosen: three quarters, so that the pages the scanner reaches late
+/// in a scan of a large process still count, without letting the slowest tail (a page missed
+/// by a scan) set the window.
+const REFAULT_SHARE: (u64, u64) = (3, 4);
+/// Each epoch the gaps measured so far weigh this much less (1/16): the window follows a
+/// scanner whose period changes (Linux doubles or halves it as faults turn local or remote)
+/// over some tens of epochs.
+const REFAULT_DECAY_SHIFT: u32 = 4;
+/// Weight of one measured gap (fixed point, so that decay keeps a few old gaps visible).
+const REFAULT_WEIGHT: u64 = 1 << 10;
 
 /// Samples per batch of [`PageTable::count`]: the slots of a batch are asked for before any
 /// is counted.
@@ -205,6 +220,9 @@ pub(crate) struct PageTable {
     window: u16,
     /// `tick` of the last epoch that counted a fault sample.
     fault_tick: Option<u32>,
+    /// Measured gaps (epochs) between a page's successive fault samples, by power of two:
+    /// bucket `b` holds gaps of `2^b` to `2^(b+1) - 1` epochs, with weights that decay.
+    refault_gaps: [u64; 16],
     /// The last epoch number seen.
     last_epoch: Option<u64>,
     /// `tick` at the last sweep.
@@ -226,6 +244,7 @@ impl Default for PageTable {
             epoch: 0,
             window: 1,
             fault_tick: None,
+            refault_gaps: [0; 16],
             last_epoch: None,
             swept: 0,
             current: Vec::new(),
@@ -263,11 +282,20 @@ impl SpaceKeys {
 
 impl PageTable {
     /// Starts an epoch. Statistics from IBS/PEBS samples cover it only; those of a page with a
-    /// fault sample among them cover the last `window` epochs. Every call is a new epoch, even
-    /// one that repeats the last number (a replayed or hand-built observation); a gap in the
-    /// numbers ages the statistics by the gap.
-    pub(crate) fn begin_epoch(&mut self, epoch: u64, window: u32) {
-        let window = window.clamp(1, MAX_WINDOW_EPOCHS);
+    /// fault sample among them cover the last `window` epochs, where `window` is the shortest
+    /// power of two above the gaps between successive fault samples of a page that counting
+    /// has measured (three quarters of them, weighted toward recent epochs), but at least
+    /// `min_window` and at most `max_window` (pass the same value twice for a fixed window).
+    /// Every call is a new epoch, even one that repeats the last number (a replayed or
+    /// hand-built observation); a gap in the numbers ages the statistics by the gap.
+    pub(crate) fn begin_epoch(&mut self, epoch: u64, min_window: u32, max_window: u32) {
+        for g in &mut self.refault_gaps {
+            *g -= *g >> REFAULT_DECAY_SHIFT;
+        }
+        let max_window = max_window.clamp(1, MAX_WINDOW_EPOCHS);
+        let window = self
+            .measured_window()
+            .clamp(min_window.clamp(1, max_window), max_window);
         let step = match self.last_epoch {
             Some(last) if epoch > last => (epoch - last).min(u64::from(MAX_WINDOW_EPOCHS)) as u32,
             _ => 1,
@@ -294,6 +322,26 @@ impl PageTable {
             Some(t) if self.tick.wrapping_sub(t) < u32::from(self.window) => self.list_current(),
             _ => self.current.clear(),
         }
+    }
+
+    /// The window that holds [`REFAULT_SHARE`] of the measured gaps between fault samples
+    /// (0 when none was measured).
+    fn measured_window(&self) -> u32 {
+        let total: u64 = self.refault_gaps.iter().sum();
+        let mut below = 0;
+        for (b, &weight) in self.refault_gaps.iter().enumerate() {
+            below += weight;
+            if below > 0 && below * REFAULT_SHARE.1 >= total * REFAULT_SHARE.0 {
+                return 2 << b;
+            }
+        }
+        0
+    }
+
+    /// The fault-sample window of this epoch.
+    #[cfg(test)]
+    fn window(&self) -> u32 {
+        u32::from(self.window)
     }
 
     /// The space number of (process, page size), added if new; `None` once there are
@@ -501,6 +549,15 @@ impl PageTable {
                 }
                 let home = (info >> 16) as u16;
                 let write = info & SampleInfo::WRITE != 0;
+                let fault = info & SampleInfo::FAULT != 0;
+                // A fault sample on a page whose last sample was one too (in the window or
+                // not): the gap between them is what the window must hold.
+                if fault && slot.marks & (TRACKED | FAULTED) == TRACKED | FAULTED {
+                    let gap = epoch.wrapping_sub(slot.seen);
+                    if gap > 0 {
+                        self.refault_gaps[(15 - gap.leading_zeros()) as usize] += REFAULT_WEIGHT;
+                    }
+                }
                 // Samples taken while the page was elsewhere say nothing about where it should
                 // go now (its first-touch fault, or a node it was moved away from): start
                 // afresh. Starting afresh stores the counts without loading them first: a
@@ -514,7 +571,6 @@ impl PageTable {
                 if home != 0 {
                     slot.set_home(usize::from(home - 1));
                 }
-                let fault = info & SampleInfo::FAULT != 0;
                 slot.marks |= FAULTED * u8::from(fault);
                 // Stored last, for the same reason.
                 slot.seen = epoch;
@@ -671,7 +727,7 @@ mod tests {
     #[test]
     fn statistics_last_one_epoch_and_marks_last_for_good() {
         let mut t = PageTable::default();
-        t.begin_epoch(1, 1);
+        t.begin_epoch(1, 1, 1);
         let i = t.entry_for(&page(1)).unwrap();
         t.touch(i);
         t.slot_mut(i).record(2, true);
@@ -679,7 +735,7 @@ mod tests {
         assert_eq!(t.tracked(), 1);
         assert_eq!(t.get(&page(1)).unwrap().1.samples, 1);
         assert_eq!(t.get(&page(1)).unwrap().1.collapses(), 31, "saturates");
-        t.begin_epoch(2, 1);
+        t.begin_epoch(2, 1, 1);
         assert_eq!(t.tracked(), 0);
         assert!(!t.is_current(i));
         t.touch(i);
@@ -705,11 +761,22 @@ mod tests {
         }
     }
 
-    /// Counts `samples` into `t` in a new epoch, on a 2-node machine.
+    /// Counts `samples` into `t` in a new epoch with a fixed fault-sample window, on a 2-node
+    /// machine.
     fn epoch(t: &mut PageTable, epoch: u64, window: u32, samples: &[Sample]) -> SampleTallies {
+        epoch_within(t, epoch, (window, window), samples)
+    }
+
+    /// [`epoch`], with the fault-sample window measured within `(min, max)`.
+    fn epoch_within(
+        t: &mut PageTable,
+        epoch: u64,
+        (min, max): (u32, u32),
+        samples: &[Sample],
+    ) -> SampleTallies {
         let topo = TopologyBuilder::new(2).build().unwrap();
         let mut tallies = SampleTallies::default();
-        t.begin_epoch(epoch, window);
+        t.begin_epoch(epoch, min, max);
         t.count(
             samples,
             &DenseNodes::new(&topo),
@@ -744,6 +811,53 @@ mod tests {
         assert_eq!(t.tracked(), 1, "page 0, sampled in epoch 12");
         epoch(&mut t, 15, 3, &[]);
         assert_eq!(t.tracked(), 0);
+    }
+
+    #[test]
+    fn the_fault_window_grows_to_hold_the_gaps_between_faults_and_shrinks_back() {
+        let mut t = PageTable::default();
+        let faults = |node| -> Vec<Sample> {
+            (0..10)
+                .map(|n| sample(n, node, SampleSource::PageFault))
+                .collect()
+        };
+        // Pages faulted in epoch 1, then 11 epochs later: the window (8 at least) grows to 16,
+        // the power of two above the gap, and the second fault adds to the first.
+        epoch_within(&mut t, 1, (8, 256), &faults(1));
+        for e in 2..12 {
+            epoch_within(&mut t, e, (8, 256), &[]);
+            assert_eq!(t.window(), 8, "nothing measured yet");
+        }
+        epoch_within(&mut t, 12, (8, 256), &faults(0));
+        assert_eq!(
+            t.get(&page(0)).unwrap().1.samples,
+            1,
+            "the first had expired"
+        );
+        epoch_within(&mut t, 13, (8, 256), &[]);
+        assert_eq!(t.window(), 16);
+        for e in 14..23 {
+            epoch_within(&mut t, e, (8, 256), &[]);
+        }
+        epoch_within(&mut t, 23, (8, 256), &faults(1));
+        let (i, s) = t.get(&page(0)).unwrap();
+        assert!(t.is_current(i));
+        assert_eq!((s.samples, s.node_mask), (2, 0b11));
+        // The longest window allowed caps it.
+        epoch_within(&mut t, 24, (8, 10), &[]);
+        assert_eq!(t.window(), 10);
+        // Faults every epoch from then on: once they are most of what is measured (the older
+        // gaps weigh less every epoch), the window is back to its shortest.
+        let mut e = 25;
+        while t.window() > 8 {
+            epoch_within(&mut t, e, (8, 256), &faults(1));
+            e += 1;
+            assert!(e < 60, "the window never shrank: {}", t.window());
+        }
+        assert!(
+            e > 26,
+            "one epoch of short gaps is not three quarters of them"
+        );
     }
 
     #[test]
@@ -786,7 +900,7 @@ mod tests {
     #[test]
     fn growing_keeps_what_matters_and_drops_the_rest() {
         let mut t = PageTable::default();
-        t.begin_epoch(1, 1);
+        t.begin_epoch(1, 1, 1);
         // A replicated page from another process, then many pages sampled in epoch 1.
         let r = (Pid(9), 0x1000, PageSize::Base4K);
         let i = t.entry_for(&r).unwrap();
@@ -811,7 +925,7 @@ mod tests {
         assert_eq!(listed, (0..5000).map(page).collect::<Vec<_>>());
         // Next epoch: 5000 other pages; the stale ones go at the next rebuild, and with them
         // a space nothing is kept for.
-        t.begin_epoch(2, 1);
+        t.begin_epoch(2, 1, 1);
         let gone = t.entry_for(&(Pid(11), 0x1000, PageSize::Base4K)).unwrap();
         t.slot_mut(gone).add_collapses(0);
         for n in 5000..10_000 {
@@ -830,14 +944,14 @@ mod tests {
     #[test]
     fn a_slot_unsampled_for_longer_than_the_epoch_counter_wraps_is_not_current() {
         let mut t = PageTable::default();
-        t.begin_epoch(1, 1);
+        t.begin_epoch(1, 1, 1);
         let i = t.entry_for(&page(1)).unwrap();
         t.touch(i);
         t.slot_mut(i).set_replicated(true);
         for e in (2..=65_537).step_by(1024) {
-            t.begin_epoch(e, 1);
+            t.begin_epoch(e, 1, 1);
         }
-        t.begin_epoch(65_537, 1);
+        t.begin_epoch(65_537, 1, 1);
         let i = t.get(&page(1)).unwrap().0;
         assert!(!t.is_current(i));
         assert!(t.slot(i).replicated());
