@@ -54,7 +54,61 @@ fn record_then_replay_carrefour_offline() {
     );
     let out = stdout(&["replay", f, "-p", "first-touch"]);
     assert!(out.contains("first-touch over"), "{out}");
-    assert!(!out.contains("migrate"), "{out}");
+    let j: Value =
+        serde_json::from_str(&stdout(&["replay", f, "-p", "first-touch", "--json"])).unwrap();
+    assert!(
+        j["epochs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["actions"].as_array().unwrap().is_empty()),
+        "{j}"
+    );
+    // Thinned to 5,000 samples an epoch, the replay need not decide as the recorded run did;
+    // with every sample it does, epoch for epoch.
+    let all = dir.path().join("all.jsonl");
+    let a = all.to_str().unwrap();
+    rondpoint(&[
+        "record",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "facerec",
+        "-p",
+        "carrefour",
+        "--max-samples",
+        "100000000",
+        "-o",
+        a,
+    ])
+    .assert()
+    .success();
+    let j: Value =
+        serde_json::from_str(&stdout(&["replay", a, "-p", "carrefour", "--json"])).unwrap();
+    let replayed = j["epochs"].as_array().unwrap();
+    assert!(replayed.iter().all(|e| e["same_as_recorded"] == true));
+    assert!(
+        replayed
+            .iter()
+            .any(|e| !e["actions"].as_array().unwrap().is_empty())
+    );
+    let out = stdout(&["replay", a, "-p", "carrefour"]);
+    let n = replayed.len();
+    assert!(
+        out.contains(&format!("{n} of {n} epochs decided as in the recorded run")),
+        "{out}"
+    );
+    // Another policy decides otherwise where Carrefour acted (epoch 0), and the table shows
+    // what the recorded run did there.
+    let j: Value =
+        serde_json::from_str(&stdout(&["replay", a, "-p", "interleave", "--json"])).unwrap();
+    assert_eq!(
+        j["epochs"][0]["same_as_recorded"], false,
+        "{}",
+        j["epochs"][0]
+    );
+    let out = stdout(&["replay", a, "-p", "interleave"]);
+    assert!(out.contains("migrate"), "{out}");
     // The same replay twice gives the same decisions.
     assert_eq!(
         stdout(&["replay", f, "-p", "carrefour", "--json"]),

@@ -214,6 +214,26 @@ pub struct ReplayedEpoch {
     pub epoch: u64,
     pub samples: usize,
     pub actions: Vec<Action>,
+    /// Whether these are the recorded run's actions, in any order (the engine lists actions
+    /// refused by its rate limits last). Replaying the recording policy over every sample
+    /// gives its decisions again; thinned samples, or another policy, need not.
+    pub same_as_recorded: bool,
+}
+
+/// Whether two lists hold the same actions, in any order.
+fn same_actions(a: &[Action], b: &[Action]) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.len() != b.len() {
+        return false;
+    }
+    let sorted = |v: &[Action]| {
+        let mut v: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
+        v.sort_unstable();
+        v
+    };
+    sorted(a) == sorted(b)
 }
 
 /// Runs `policy` over a recording. Returns its start decisions (taken on the recorded topology
@@ -223,10 +243,14 @@ pub fn replay(policy: &mut dyn Policy, rec: &Recording) -> (Vec<Action>, Vec<Rep
     let epochs = rec
         .epochs
         .iter()
-        .map(|(obs, _, _)| ReplayedEpoch {
-            epoch: obs.epoch,
-            samples: obs.samples.len(),
-            actions: policy.decide(&rec.topology, obs),
+        .map(|(obs, recorded, _)| {
+            let actions = policy.decide(&rec.topology, obs);
+            ReplayedEpoch {
+                epoch: obs.epoch,
+                samples: obs.samples.len(),
+                same_as_recorded: same_actions(&actions, recorded),
+                actions,
+            }
         })
         .collect();
     (start, epochs)
@@ -278,6 +302,19 @@ mod tests {
         assert!(start.is_empty());
         assert_eq!(replayed.len(), 3);
         assert_eq!(replayed[2].actions.len(), 1);
+        assert!(!replayed[2].same_as_recorded, "nothing was recorded");
+    }
+
+    #[test]
+    fn the_same_actions_in_another_order_are_the_same() {
+        let m = |p: u64, to: u16| Action::MigratePages {
+            range: PageRange::new(Pid(1), p * 4096, 1, PageSize::Base4K).unwrap(),
+            to: NodeId(to),
+        };
+        assert!(same_actions(&[m(1, 0), m(2, 1)], &[m(2, 1), m(1, 0)]));
+        assert!(same_actions(&[], &[]));
+        assert!(!same_actions(&[m(1, 0), m(2, 1)], &[m(2, 1), m(1, 1)]));
+        assert!(!same_actions(&[m(1, 0), m(1, 0)], &[m(1, 0)]));
     }
 
     #[test]

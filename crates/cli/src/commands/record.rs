@@ -271,21 +271,33 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
     }
     let rows = epochs
         .iter()
-        .map(|e| {
+        .zip(&recording.epochs)
+        .map(|(e, (_, recorded, _))| {
             vec![
                 e.epoch.to_string(),
                 e.samples.to_string(),
                 summarise(&e.actions),
+                if e.same_as_recorded {
+                    "same".into()
+                } else {
+                    summarise(recorded)
+                },
             ]
         })
         .collect();
     println!(
         "{}",
         format::table(
-            &["epoch", "samples", "decisions"],
-            &[true, true, false],
+            &["epoch", "samples", "decisions", "recorded run's"],
+            &[true, true, false, false],
             rows
         )
+    );
+    let same = epochs.iter().filter(|e| e.same_as_recorded).count();
+    println!(
+        "{same} of {} epochs decided as in the recorded run (every sample of an epoch must be in \
+         the recording for the recording policy to decide the same)",
+        epochs.len()
     );
     Ok(ExitCode::SUCCESS)
 }
