@@ -165,12 +165,19 @@ kernel_moved() { echo "$1" | sed -n 's/.*"pages_migrated": \([0-9]*\).*/\1/p' | 
 # several faults in the run. Asserted: the buffer ends spread (at least 3 nodes hold 10% or
 # more, node 0 at most half), rondpoint's report placed at least as many pages as left node 0,
 # and the kernel's migrations (machine-wide, so rondpoint's own memory and the workload's other
-# pages count too) are fewer than the pages that left node 0.
+# pages count too) are fewer than the pages that left node 0. The run is recorded with every
+# sample, and Carrefour replayed over the recording must decide as it did live in every epoch
+# (the live backend and the recording lose nothing the policy uses).
 check_carrefour_own_shared() {
     balancing 1; thp never; scanner_fast
-    # shellcheck disable=SC2046 # record_args: words, split on purpose
-    out=$(rondpoint run $(record_args) --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen shared-buffer --bound --mib 8 --secs 20 2>/tmp/run.err)
+    out=$(rondpoint run --record "$recording" --record-max-samples all --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen shared-buffer --bound --mib 8 --secs 20 2>/tmp/run.err)
     scanner_restore
+    replayed=$(rondpoint replay "$recording" --policy carrefour 2>&1 | tail -1)
+    same=$(echo "$replayed" | awk '$2 == "of" && $1 == $3 && $1 > 0 {print "yes"}')
+    if [ "$same" != yes ]; then
+        bad carrefour-own-shared "replayed over its recording, Carrefour decided otherwise: $replayed"
+        return
+    fi
     line=$(echo "$out" | grep '^mgen placement')
     t=$(total "$line"); n0=$(field "$line" N0)
     off=$(( t - n0 ))
@@ -178,7 +185,7 @@ check_carrefour_own_shared() {
     kmoved=$(kernel_moved "$out")
     if [ "$(nodes_with_tenth "$line")" -ge 3 ] && [ $(( n0 * 2 )) -le "$t" ] && [ "$placed" -ge "$off" ] \
         && [ "${kmoved:-1000000}" -lt "$off" ]; then
-        ok carrefour-own-shared "$off of $t pages left node 0, rondpoint placed $placed, the kernel migrated $kmoved, $(samples_seen "$out") samples ($line)"
+        ok carrefour-own-shared "$off of $t pages left node 0, rondpoint placed $placed, the kernel migrated $kmoved, $(samples_seen "$out") samples, replay: $(echo "$replayed" | cut -d' ' -f1-3) epochs as live ($line)"
     else
         bad carrefour-own-shared "$off of $t pages left node 0, rondpoint placed $placed (not placed: $(not_placed "$out")), the kernel migrated ${kmoved:-?}, $(samples_seen "$out") samples, $(sampler_state "$out")($line)"
     fi
