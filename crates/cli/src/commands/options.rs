@@ -97,7 +97,13 @@ pub struct LiveOptions {
     /// With --record: most samples kept per epoch in the file (spread evenly over the epoch's),
     /// or `all`. A sample takes about 200 bytes of the file. A policy replayed over thinned
     /// samples can decide differently from the live one.
-    #[arg(long, value_name = "N|all", default_value = "20000", value_parser = parse_max_samples)]
+    #[arg(
+        long,
+        value_name = "N|all",
+        default_value = "20000",
+        value_parser = parse_max_samples,
+        requires = "record"
+    )]
     pub record_max_samples: MaxSamples,
 }
 
