@@ -242,4 +242,8 @@ fn a_recording_that_cannot_be_written_stops_the_run_before_the_program_starts() 
     .stderr(predicate::str::contains(
         "neither a number of samples nor 'all'",
     ));
+    rondpoint(&["run", "--record-max-samples", "5", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--record <FILE>"));
 }
