@@ -247,3 +247,37 @@ fn a_recording_that_cannot_be_written_stops_the_run_before_the_program_starts() 
         .code(2)
         .stderr(predicate::str::contains("--record <FILE>"));
 }
+
+#[test]
+fn a_recording_that_fails_midway_ends_without_ending_the_run() {
+    // /dev/full opens, and every write fails with ENOSPC: the program runs to its end, its
+    // exit status is rondpoint's, and the report says why the recording stopped.
+    let out = rondpoint(&[
+        "run",
+        "--json",
+        "--epoch-ms",
+        "300",
+        "--record",
+        "/dev/full",
+        "--sysfs-root",
+        "fixtures/sysfs/r905-asymmetric",
+        "--",
+        "sh",
+        "-c",
+        "sleep 1; exit 4",
+    ])
+    .assert()
+    .code(4)
+    .stderr(predicate::str::contains("recorded").not())
+    .get_output()
+    .stdout
+    .clone();
+    let r: Value = serde_json::from_slice(&out).unwrap();
+    assert!(r["epochs"].as_u64().unwrap() >= 2, "{r}");
+    let note = r["notes"][0].as_str().unwrap();
+    assert!(
+        note.starts_with("the recording /dev/full stopped after 0 epochs")
+            && note.contains("No space left on device"),
+        "{note}"
+    );
+}
