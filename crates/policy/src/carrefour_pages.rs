@@ -16,8 +16,9 @@
 //! between epochs. The fault-sample window follows the kernel's scanner: the table measures how
 //! long pages go between two fault samples, and the window grows to hold most of those gaps
 //! (see [`PageTable::begin_epoch`]), since a page takes one hinting fault per scan of its
-//! process and needs two samples before Carrefour decides anything about it. Slots that are neither current nor remembered for good are dropped
-//! when the table is rebuilt, which happens when it fills up (three quarters).
+//! process and needs two samples before Carrefour decides anything about it. Slots that are
+//! neither current nor remembered for good are dropped when the table is rebuilt, which happens
+//! when it fills up (three quarters).
 
 use crate::metrics::{DenseNodes, RunTally, SampleTallies};
 use rondpoint_model::{AccessKind, PageSize, Pid, Sample, SampleSource};
