@@ -351,9 +351,10 @@ for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefou
         *,"$c",*|*,all,*) ;;
         *) continue ;;
     esac
-    i=0
-    while [ "$i" -lt "${repeat:-1}" ]; do
-        i=$((i + 1))
+    # (Not `i`: the checks are functions of this same shell, and check_threads loops on `i`.)
+    round=0
+    while [ "$round" -lt "${repeat:-1}" ]; do
+        round=$((round + 1))
         "check_$c"
         if [ "${verbose:-0}" = 1 ]; then
             echo "--- rondpoint output of $c:"; cat /tmp/run.err 2>/dev/null; echo "$out" | grep -v '^mgen' | head -80
