@@ -2,7 +2,7 @@
 
 use super::*;
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{NodeId, PageRange, PageSize, Pid};
+use rondpoint_model::{Collapse, NodeId, PageRange, PageSize, Pid};
 use std::convert::Infallible;
 
 /// Runs for `epochs` observations, records every action applied.
@@ -150,6 +150,33 @@ fn dry_run_applies_nothing_and_logs_everything() {
     assert_eq!(m.log().len(), 4);
     assert!(m.into_inner().applied.is_empty());
     assert_eq!(acct.by_technique["migrate"].skipped, 4);
+}
+
+#[test]
+fn a_dry_run_reports_the_replicas_it_did_not_make_as_collapsed() {
+    let range = PageRange::new(Pid(1), 0x10_000, 3, PageSize::Base4K).unwrap();
+    let mut m = DryRun::new(Fake::new(3));
+    let out = m
+        .apply(&[
+            Action::Replicate {
+                range,
+                nodes: vec![NodeId(0), NodeId(1)],
+            },
+            Action::MigratePages {
+                range,
+                to: NodeId(1),
+            },
+        ])
+        .unwrap();
+    assert!(out.iter().all(|o| o.status == OutcomeStatus::Skipped));
+    assert_eq!(
+        m.observe(1).unwrap().collapses,
+        vec![Collapse {
+            page: range,
+            count: 1
+        }]
+    );
+    assert!(m.observe(2).unwrap().collapses.is_empty(), "reported once");
 }
 
 #[test]

@@ -19,9 +19,9 @@ use crate::sys::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, S
 use crate::thp::{self, ThpMapping};
 use rondpoint_engine::Machine;
 use rondpoint_model::{
-    AccessKind, Action, CounterGroup, Counters, Estimate, MappingPolicy, MemPolicy, NodeCounters,
-    NodeId, NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample, SampleSource,
-    SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
+    AccessKind, Action, Collapse, CounterGroup, Counters, Estimate, MappingPolicy, MemPolicy,
+    NodeCounters, NodeId, NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample,
+    SampleSource, SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -192,6 +192,11 @@ pub struct LinuxMachine<S: Sys> {
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: HashMap<(Pid, u64), NodeId>,
+    /// Pages rondpoint was asked to replicate since the last observation: Linux cannot
+    /// replicate another process's pages, so the next observation reports each as collapsed
+    /// (no replica exists, whatever was done instead), and a policy does not go on believing
+    /// they are replicated.
+    unreplicated: Vec<Collapse>,
     /// /proc/vmstat's (numa_hint_faults, numa_pages_migrated) when rondpoint started.
     balancing_at_start: Option<(u64, u64)>,
     cpu_ticks: HashMap<(Pid, Tid), u64>,
@@ -232,6 +237,7 @@ impl<S: Sys> LinuxMachine<S> {
             balancing_at_start: None,
             thp: HashMap::new(),
             last_seen_node: HashMap::new(),
+            unreplicated: Vec::new(),
             cpu_ticks: HashMap::new(),
             epoch: 0,
             epoch_start: Instant::now(),
@@ -998,7 +1004,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
             samples,
             memory: self.node_memory(),
             processes,
-            collapses: Vec::new(),
+            collapses: std::mem::take(&mut self.unreplicated),
             truth: None,
         };
         self.epoch += 1;
@@ -1067,6 +1073,12 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 }
                 Action::MoveApplication { .. } => self.last_seen_node.retain(|k, _| k.0 != pid),
                 _ => {}
+            }
+            if let Action::Replicate { range, .. } = a {
+                self.unreplicated.push(Collapse {
+                    page: *range,
+                    count: 1,
+                });
             }
             out.push(actuate::apply(
                 &mut self.sys,

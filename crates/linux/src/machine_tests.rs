@@ -340,6 +340,37 @@ fn actions_on_processes_it_does_not_manage_are_refused_without_a_system_call() {
 }
 
 #[test]
+fn pages_it_was_asked_to_replicate_are_reported_collapsed_the_next_epoch() {
+    // Linux cannot replicate another process's pages: whatever is done instead, the next
+    // observation says no replica exists (each page collapsed once), so that Carrefour does not
+    // go on treating them as replicated (it would never look at them again).
+    let sys = FakeSys::new().with_process(MEMHOG.0, &[(HEAP, 0), (HEAP + 4096, 0)]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    let range = PageRange::new(MEMHOG, HEAP, 2, rondpoint_model::PageSize::Base4K).unwrap();
+    let out = m
+        .apply(&[
+            Action::Replicate {
+                range,
+                nodes: vec![NodeId(0), NodeId(1)],
+            },
+            Action::MigratePages {
+                range,
+                to: NodeId(1),
+            },
+        ])
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(
+        m.observe(0).unwrap().collapses,
+        vec![rondpoint_model::Collapse {
+            page: range,
+            count: 1
+        }]
+    );
+    assert!(m.observe(1).unwrap().collapses.is_empty(), "reported once");
+}
+
+#[test]
 fn launch_applies_the_start_allocation_policy_before_exec() {
     let mut m = LinuxMachine::to_launch(
         FakeSys::new(),

@@ -95,8 +95,10 @@ impl ProcessInfo {
     }
 }
 
-/// Writes to replicated pages that forced a collapse to one copy during the epoch (a backend
-/// that cannot replicate never reports any).
+/// Replicated pages that collapsed to one copy during the epoch, `count` times each: writes
+/// forced it (a simulator), or the replicas were never made (a backend that cannot replicate,
+/// or a dry run, reports every page it was asked to replicate as collapsed once, the epoch
+/// after, so that a policy does not go on believing replicas exist).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Collapse {
     pub page: PageRange,

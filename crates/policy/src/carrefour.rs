@@ -609,11 +609,14 @@ impl Policy for Carrefour {
         let tallies = self.ingest(topology, obs);
         let apps = metrics::per_app_with(obs, topology, tallies);
         for c in &obs.collapses {
-            let key = (c.page.pid, c.page.start, c.page.page_size);
-            if let Some(i) = self.pages.entry_for(&key) {
-                let slot = self.pages.slot_mut(i);
-                slot.add_collapses(c.count);
-                slot.set_replicated(false);
+            let size = c.page.page_size.bytes();
+            for k in 0..c.page.count {
+                let key = (c.page.pid, c.page.start + k * size, c.page.page_size);
+                if let Some(i) = self.pages.entry_for(&key) {
+                    let slot = self.pages.slot_mut(i);
+                    slot.add_collapses(c.count);
+                    slot.set_replicated(false);
+                }
             }
         }
         let min_free = self

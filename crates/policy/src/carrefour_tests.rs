@@ -280,6 +280,42 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
 }
 
 #[test]
+fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
+    // 500 pages replicated; the backend then reports pages 100-399 collapsed as one range (a
+    // backend that cannot replicate says so for the whole action): those pages are candidates
+    // again and are replicated again once sampled; the others are not redone.
+    let mut c = carrefour();
+    let nodes: Vec<NodeId> = (0..4).map(NodeId).collect();
+    let obs = observe(Epoch {
+        samples: shared_reads(500),
+        ..Epoch::default()
+    });
+    assert_eq!(
+        c.decide(&topo(), &obs),
+        vec![Action::Replicate {
+            range: range(0, 500),
+            nodes: nodes.clone()
+        }]
+    );
+    let mut obs = observe(Epoch {
+        samples: shared_reads(500),
+        collapses: vec![Collapse {
+            page: range(100, 300),
+            count: 1,
+        }],
+        ..Epoch::default()
+    });
+    obs.epoch = 1;
+    assert_eq!(
+        c.decide(&topo(), &obs),
+        vec![Action::Replicate {
+            range: range(100, 300),
+            nodes
+        }]
+    );
+}
+
+#[test]
 fn write_heavy_application_interleaves_instead_of_replicating() {
     let mut c = carrefour();
     let obs = observe(Epoch {
