@@ -142,12 +142,16 @@ impl Machine {
     /// PROT_NONE as absent (-ENOENT) until the page is next accessed: since 6.1 ("mm/gup:
     /// replace FOLL_NUMA by gup_can_follow_protnone()") follow_page() fails on such PTEs, and
     /// the fix ("mm/gup: reintroduce FOLL_NUMA as FOLL_HONOR_NUMA_FAULT", 6.5) failed to apply
-    /// to 6.1-stable. At the end of a run nothing accesses the buffer any more, so a scan just
-    /// before the query hides most of it (seen on the testbed's 6.1). Pages reported absent are
-    /// therefore read once, which takes their hinting fault and restores the PTE, and asked
-    /// again. The read moves nothing by itself: the kernel migrates a page on a hinting fault
-    /// only when the fault before came from the same node.
-    fn placement(&self, buf: &[u8]) -> Result<Placement> {
+    /// to 6.1-stable. A scan just before the query can hide most of a buffer (seen on the
+    /// testbed's 6.1). `settle` says how such pages are brought back:
+    /// - [`Settle::WhileUsed`]: the workload's threads still run and will touch them, so the
+    ///   query is repeated (every 100 ms, for at most 3 s) until none is absent. The querying
+    ///   thread touches nothing: its own hinting fault could make the kernel move the page (a
+    ///   page rondpoint just moved has no last accessor, so the kernel's two-fault filter does
+    ///   not hold it back).
+    /// - [`Settle::Touch`]: the caller is the page's only user and reads each absent page once,
+    ///   which takes the hinting fault where the workload would anyway, then asks again.
+    fn placement(&self, buf: &[u8], settle: Settle) -> Result<Placement> {
         let base = buf.as_ptr() as u64;
         let pages: Vec<u64> = (0..buf.len() / PAGE)
             .map(|i| base + (i * PAGE) as u64)
@@ -155,18 +159,33 @@ impl Machine {
         let mut sys = RealSys::new();
         let mut status = actuate::query(&mut sys, Pid(0), &pages)
             .map_err(|e| anyhow::anyhow!("move_pages query: {e}"))?;
-        let absent: Vec<usize> = (0..status.len())
-            .filter(|&i| status[i] == -ENOENT)
-            .collect();
-        if !absent.is_empty() {
-            for &i in &absent {
-                std::hint::black_box(buf[i * PAGE]);
+        let started = Instant::now();
+        loop {
+            let absent: Vec<usize> = (0..status.len())
+                .filter(|&i| status[i] == -ENOENT)
+                .collect();
+            if absent.is_empty() {
+                break;
+            }
+            match settle {
+                Settle::Touch => {
+                    for &i in &absent {
+                        std::hint::black_box(buf[i * PAGE]);
+                    }
+                }
+                Settle::WhileUsed if started.elapsed() < Duration::from_secs(3) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Settle::WhileUsed => break,
             }
             let again: Vec<u64> = absent.iter().map(|&i| pages[i]).collect();
             let retried = actuate::query(&mut sys, Pid(0), &again)
                 .map_err(|e| anyhow::anyhow!("move_pages query: {e}"))?;
             for (&i, s) in absent.iter().zip(retried) {
                 status[i] = s;
+            }
+            if settle == Settle::Touch {
+                break;
             }
         }
         let mut p = Placement {
@@ -201,6 +220,15 @@ impl Machine {
         }
         Ok(true)
     }
+}
+
+/// How [`Machine::placement`] deals with pages the kernel reports absent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Settle {
+    /// Other threads still use the buffer: wait for them to touch the pages.
+    WhileUsed,
+    /// The caller alone uses the buffer: touch them.
+    Touch,
 }
 
 /// Where a buffer's pages are: per node, and the pages whose query gave no node, by status
@@ -294,7 +322,7 @@ fn main() -> Result<()> {
             std::thread::sleep(Duration::from_secs_f64(secs));
             println!(
                 "{} huge_uniform={}",
-                line("placement buffer", &m.placement(&buf)?),
+                line("placement buffer", &m.placement(&buf, Settle::Touch)?),
                 u8::from(m.huge_uniform(&buf)?)
             );
         }
@@ -321,14 +349,18 @@ fn main() -> Result<()> {
                     Ok(churn(unsafe_slice(ptr, len), &stop, write_every))
                 }));
             }
-            run_for(secs, &stop);
+            // Measured while the readers still run (see `Machine::placement`).
+            std::thread::sleep(Duration::from_secs_f64(secs));
+            let placement = m.placement(buf, Settle::WhileUsed);
+            let uniform = m.huge_uniform(buf);
+            stop.store(true, Ordering::Relaxed);
             for h in handles {
                 let _ = h.join();
             }
             println!(
                 "{} huge_uniform={}",
-                line("placement buffer", &m.placement(buf)?),
-                u8::from(m.huge_uniform(buf)?)
+                line("placement buffer", &placement?),
+                u8::from(uniform?)
             );
         }
         Workload::Partitioned {
@@ -365,24 +397,37 @@ fn main() -> Result<()> {
                         .collect()
                 }
             };
-            if late > 0.0 {
+            // Each block is measured while its thread still runs (see `Machine::placement`).
+            let measure = || -> Vec<Result<Placement>> {
+                buf.chunks(block)
+                    .take(m.nodes)
+                    .map(|chunk| m.placement(chunk, Settle::WhileUsed))
+                    .collect()
+            };
+            let placements = if late > 0.0 {
                 let manager = std::thread::spawn(move || {
                     std::thread::sleep(Duration::from_secs_f64(late));
                     for h in start() {
                         let _ = h.join();
                     }
                 });
-                run_for(late + secs, &stop);
+                std::thread::sleep(Duration::from_secs_f64(late + secs));
+                let placements = measure();
+                stop.store(true, Ordering::Relaxed);
                 let _ = manager.join();
+                placements
             } else {
                 let handles = start();
-                run_for(secs, &stop);
+                std::thread::sleep(Duration::from_secs_f64(secs));
+                let placements = measure();
+                stop.store(true, Ordering::Relaxed);
                 for h in handles {
                     let _ = h.join();
                 }
-            }
-            for (node, chunk) in buf.chunks(block).enumerate().take(m.nodes) {
-                println!("{}", line(&format!("block {node}"), &m.placement(chunk)?));
+                placements
+            };
+            for (node, p) in placements.into_iter().enumerate() {
+                println!("{}", line(&format!("block {node}"), &p?));
             }
         }
         Workload::Misplaced { mib, secs } => {
@@ -407,7 +452,8 @@ fn main() -> Result<()> {
                         .unwrap_or("?")
                         .trim()
                         .to_string();
-                    let per = m.placement(used)?;
+                    // Its thread is the block's only user.
+                    let per = m.placement(used, Settle::Touch)?;
                     Ok(format!(
                         "{} home={home} cpus={allowed}",
                         line(&format!("thread {i}"), &per)
