@@ -20,8 +20,8 @@ use crate::thp::{self, ThpMapping};
 use rondpoint_engine::Machine;
 use rondpoint_model::{
     AccessKind, Action, Collapse, CounterGroup, Counters, Estimate, MappingPolicy, MemPolicy,
-    NodeCounters, NodeId, NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample,
-    SampleSource, SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
+    NodeCounters, NodeId, NodeMemory, Observation, Outcome, OutcomeStatus, PageSize, Pid,
+    ProcessInfo, Sample, SampleSource, SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -192,10 +192,13 @@ pub struct LinuxMachine<S: Sys> {
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: HashMap<(Pid, u64), NodeId>,
-    /// Pages rondpoint was asked to replicate since the last observation: Linux cannot
-    /// replicate another process's pages, so the next observation reports each as collapsed
-    /// (no replica exists, whatever was done instead), and a policy does not go on believing
-    /// they are replicated.
+    /// Pages rondpoint was asked to replicate since the last observation and could not place
+    /// even the way it does instead (Linux cannot replicate another process's pages: they are
+    /// interleaved over the readers). The next observation reports them collapsed, so that a
+    /// policy does not go on believing replicas exist where the pages have not moved at all.
+    /// Pages interleaved instead are not reported: the policy leaves them be, as it would
+    /// replicas (reporting them too made Carrefour move them again at every epoch, until its
+    /// collapse limit).
     unreplicated: Vec<Collapse>,
     /// /proc/vmstat's (numa_hint_faults, numa_pages_migrated) when rondpoint started.
     balancing_at_start: Option<(u64, u64)>,
@@ -1074,19 +1077,18 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 Action::MoveApplication { .. } => self.last_seen_node.retain(|k, _| k.0 != pid),
                 _ => {}
             }
+            let outcome = actuate::apply(&mut self.sys, &self.topology, i, a, &threads);
             if let Action::Replicate { range, .. } = a {
-                self.unreplicated.push(Collapse {
-                    page: *range,
-                    count: 1,
-                });
+                if outcome.status == OutcomeStatus::Failed
+                    || outcome.pages_done < outcome.pages_requested
+                {
+                    self.unreplicated.push(Collapse {
+                        page: *range,
+                        count: 1,
+                    });
+                }
             }
-            out.push(actuate::apply(
-                &mut self.sys,
-                &self.topology,
-                i,
-                a,
-                &threads,
-            ));
+            out.push(outcome);
         }
         Ok(out)
     }

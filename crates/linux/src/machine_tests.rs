@@ -340,30 +340,50 @@ fn actions_on_processes_it_does_not_manage_are_refused_without_a_system_call() {
 }
 
 #[test]
-fn pages_it_was_asked_to_replicate_are_reported_collapsed_the_next_epoch() {
-    // Linux cannot replicate another process's pages: whatever is done instead, the next
-    // observation says no replica exists (each page collapsed once), so that Carrefour does not
-    // go on treating them as replicated (it would never look at them again).
-    let sys = FakeSys::new().with_process(MEMHOG.0, &[(HEAP, 0), (HEAP + 4096, 0)]);
+fn replications_not_all_placed_are_reported_collapsed_the_next_epoch() {
+    // Linux cannot replicate another process's pages; they are interleaved over the readers
+    // instead. Where even that did not place them all (here the kernel reports pages absent), the
+    // next observation says the replicas do not exist (each page collapsed once), so that
+    // Carrefour does not go on treating the pages as replicated (it would never look at them
+    // again); pages interleaved instead are not reported.
+    let size = rondpoint_model::PageSize::Base4K;
+    let sys = FakeSys::new().with_process(
+        MEMHOG.0,
+        &[
+            (HEAP, 0),
+            (HEAP + 4096, 0),
+            (HEAP + 8192, 0),
+            (HEAP + 12288, 0),
+        ],
+    );
     let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    let range = PageRange::new(MEMHOG, HEAP, 2, rondpoint_model::PageSize::Base4K).unwrap();
+    m.sys
+        .page_errors
+        .insert((MEMHOG.0, HEAP + 8192), Errno::ENOENT);
+    m.sys
+        .page_errors
+        .insert((MEMHOG.0, HEAP + 12288), Errno::ENOENT);
+    let placed = PageRange::new(MEMHOG, HEAP, 2, size).unwrap();
+    let absent = PageRange::new(MEMHOG, HEAP + 8192, 2, size).unwrap();
+    let nodes = vec![NodeId(0), NodeId(1)];
     let out = m
         .apply(&[
             Action::Replicate {
-                range,
-                nodes: vec![NodeId(0), NodeId(1)],
+                range: placed,
+                nodes: nodes.clone(),
             },
-            Action::MigratePages {
-                range,
-                to: NodeId(1),
+            Action::Replicate {
+                range: absent,
+                nodes,
             },
         ])
         .unwrap();
-    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Substituted);
+    assert!(out[1].pages_done < out[1].pages_requested, "{:?}", out[1]);
     assert_eq!(
         m.observe(0).unwrap().collapses,
         vec![rondpoint_model::Collapse {
-            page: range,
+            page: absent,
             count: 1
         }]
     );

@@ -96,9 +96,10 @@ impl ProcessInfo {
 }
 
 /// Replicated pages that collapsed to one copy during the epoch, `count` times each: writes
-/// forced it (a simulator), or the replicas were never made (a backend that cannot replicate,
-/// or a dry run, reports every page it was asked to replicate as collapsed once, the epoch
-/// after, so that a policy does not go on believing replicas exist).
+/// forced it (a simulator), or the replicas were never made and the pages not placed at all,
+/// reported once the epoch after so that a policy does not go on believing replicas exist (a
+/// dry run, for every page it was asked to replicate; a backend that cannot replicate and
+/// interleaves the pages instead, for the actions whose pages it could not all place).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Collapse {
     pub page: PageRange,
