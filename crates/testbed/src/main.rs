@@ -152,6 +152,11 @@ impl Machine {
     /// - [`Settle::Touch`]: the caller is the page's only user and reads each absent page once,
     ///   which takes the hinting fault where the workload would anyway, then asks again.
     fn placement(&self, buf: &[u8], settle: Settle) -> Result<Placement> {
+        Ok(self.tally(&Self::statuses(buf, settle)?))
+    }
+
+    /// Each page's node (or negative errno) in `buf`, as [`Self::placement`] settles them.
+    fn statuses(buf: &[u8], settle: Settle) -> Result<Vec<i32>> {
         let base = buf.as_ptr() as u64;
         let pages: Vec<u64> = (0..buf.len() / PAGE)
             .map(|i| base + (i * PAGE) as u64)
@@ -188,17 +193,22 @@ impl Machine {
                 break;
             }
         }
+        Ok(status)
+    }
+
+    /// Pages per node of a list of statuses.
+    fn tally(&self, statuses: &[i32]) -> Placement {
         let mut p = Placement {
             per_node: vec![0u64; self.nodes],
             unplaced: BTreeMap::new(),
         };
-        for s in status {
+        for &s in statuses {
             match usize::try_from(s) {
                 Ok(n) if n < self.nodes => p.per_node[n] += 1,
                 _ => *p.unplaced.entry(s).or_default() += 1,
             }
         }
-        Ok(p)
+        p
     }
 
     /// Whether every 2 MiB-aligned chunk of the buffer is on a single node.
@@ -397,12 +407,14 @@ fn main() -> Result<()> {
                         .collect()
                 }
             };
-            // Each block is measured while its thread still runs (see `Machine::placement`).
-            let measure = || -> Vec<Result<Placement>> {
-                buf.chunks(block)
-                    .take(m.nodes)
-                    .map(|chunk| m.placement(chunk, Settle::WhileUsed))
-                    .collect()
+            // The blocks are measured together, while their threads still run (see
+            // `Machine::placement`).
+            let measure = || -> Result<Vec<Placement>> {
+                let statuses = Machine::statuses(&buf[..block * m.nodes], Settle::WhileUsed)?;
+                Ok(statuses
+                    .chunks(block / PAGE)
+                    .map(|block| m.tally(block))
+                    .collect())
             };
             let placements = if late > 0.0 {
                 let manager = std::thread::spawn(move || {
@@ -426,8 +438,8 @@ fn main() -> Result<()> {
                 }
                 placements
             };
-            for (node, p) in placements.into_iter().enumerate() {
-                println!("{}", line(&format!("block {node}"), &p?));
+            for (node, p) in placements?.iter().enumerate() {
+                println!("{}", line(&format!("block {node}"), p));
             }
         }
         Workload::Misplaced { mib, secs } => {
