@@ -1,18 +1,13 @@
 //! A machine wrapper that observes for real and applies nothing.
 
 use crate::Machine;
-use rondpoint_model::{
-    Action, Collapse, Observation, Outcome, ProcessInfo, SamplingRequest, Topology,
-};
+use rondpoint_model::{Action, Observation, Outcome, ProcessInfo, SamplingRequest, Topology};
 
 /// Wraps a machine: observations pass through, actions are logged and reported as skipped.
 #[derive(Debug)]
 pub struct DryRun<M> {
     inner: M,
     log: Vec<Action>,
-    /// Pages the policy asked to replicate since the last observation: nothing was replicated,
-    /// and the next observation says so (each page collapsed once).
-    unreplicated: Vec<Collapse>,
 }
 
 impl<M: Machine> DryRun<M> {
@@ -20,7 +15,6 @@ impl<M: Machine> DryRun<M> {
         Self {
             inner,
             log: Vec::new(),
-            unreplicated: Vec::new(),
         }
     }
 
@@ -51,21 +45,11 @@ impl<M: Machine> Machine for DryRun<M> {
     }
 
     fn observe(&mut self, until_ns: u64) -> Result<Observation, Self::Error> {
-        let mut obs = self.inner.observe(until_ns)?;
-        obs.collapses.append(&mut self.unreplicated);
-        Ok(obs)
+        self.inner.observe(until_ns)
     }
 
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Self::Error> {
         self.log.extend_from_slice(actions);
-        for a in actions {
-            if let Action::Replicate { range, .. } = a {
-                self.unreplicated.push(Collapse {
-                    page: *range,
-                    count: 1,
-                });
-            }
-        }
         Ok(actions
             .iter()
             .enumerate()

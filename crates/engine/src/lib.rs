@@ -15,7 +15,7 @@ pub use dry_run::DryRun;
 pub use limits::RateLimits;
 
 use rondpoint_model::{
-    Action, Observation, Outcome, OutcomeStatus, ProcessInfo, SamplingRequest, Topology,
+    Action, Collapse, Observation, Outcome, OutcomeStatus, ProcessInfo, SamplingRequest, Topology,
 };
 use rondpoint_policy::Policy;
 use serde::Serialize;
@@ -159,6 +159,33 @@ pub struct EpochReport<'a> {
     pub outcomes: &'a [Outcome],
 }
 
+/// The pages of the replications among `actions` that left no replica and did not place the
+/// pages otherwise either: skipped (a dry run, a rate limit), failed, or substituted (a backend
+/// that cannot replicate interleaves the pages instead) with pages left unplaced. The next
+/// observation reports them collapsed once, so that a policy does not go on believing replicas
+/// exist (Carrefour never looks at a replicated page again until it collapses). Replications a
+/// substitute placed in full are not reported: the policy leaves those pages be, as it would
+/// replicas; a machine that replicates reports its own collapses, page by page.
+fn replicas_not_made<'a>(
+    actions: &'a [Action],
+    outcomes: &'a [Outcome],
+) -> impl Iterator<Item = Collapse> + 'a {
+    actions.iter().zip(outcomes).filter_map(|(a, o)| {
+        let Action::Replicate { range, .. } = a else {
+            return None;
+        };
+        let unmade = match o.status {
+            OutcomeStatus::Skipped | OutcomeStatus::Failed => true,
+            OutcomeStatus::Substituted => o.pages_done < o.pages_requested,
+            _ => false,
+        };
+        unmade.then_some(Collapse {
+            page: *range,
+            count: 1,
+        })
+    })
+}
+
 /// Runs `policy` on `machine` until every program finishes or the time limit passes.
 /// `on_epoch` is called after each epoch (progress, logs, recording).
 pub fn run<M: Machine + ?Sized, C: Clock>(
@@ -182,11 +209,14 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     }
 
     let mut epoch = 0u64;
+    // Replications carried out by no one, told to the policy with the next observation.
+    let mut unmade: Vec<Collapse> = Vec::new();
     while !machine.finished() {
         let target = clock.now_ns().saturating_add(config.epoch_ns);
         clock.wait_until_or(target, &mut || machine.poll_finished());
         let until = clock.now_ns();
-        let observation = machine.observe(until).map_err(boxed)?;
+        let mut observation = machine.observe(until).map_err(boxed)?;
+        observation.collapses.append(&mut unmade);
         acct.samples_seen += observation.samples.len() as u64;
         let wanted = policy.decide(machine.topology(), &observation);
         machine.set_sampling(&policy.sampling());
@@ -202,6 +232,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             actions.push(a);
             outcomes.push(o);
         }
+        unmade.extend(replicas_not_made(&actions, &outcomes));
         acct.epochs += 1;
         on_epoch(&EpochReport {
             epoch,

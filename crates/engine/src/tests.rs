@@ -152,31 +152,131 @@ fn dry_run_applies_nothing_and_logs_everything() {
     assert_eq!(acct.by_technique["migrate"].skipped, 4);
 }
 
-#[test]
-fn a_dry_run_reports_the_replicas_it_did_not_make_as_collapsed() {
-    let range = PageRange::new(Pid(1), 0x10_000, 3, PageSize::Base4K).unwrap();
-    let mut m = DryRun::new(Fake::new(3));
-    let out = m
-        .apply(&[
-            Action::Replicate {
-                range,
+/// Replicates five one-page ranges in its first epoch, then nothing; keeps the collapses it
+/// is told of, epoch by epoch.
+#[derive(Default)]
+struct Replicator {
+    told: Vec<Vec<Collapse>>,
+}
+
+fn replica_range(i: u64) -> PageRange {
+    PageRange::new(Pid(1), 0x10_000 + i * 4096, 1, PageSize::Base4K).unwrap()
+}
+
+impl Policy for Replicator {
+    fn name(&self) -> &str {
+        "replicator"
+    }
+    fn decide(&mut self, _: &Topology, obs: &Observation) -> Vec<Action> {
+        self.told.push(obs.collapses.clone());
+        if self.told.len() > 1 {
+            return Vec::new();
+        }
+        (0..5)
+            .map(|i| Action::Replicate {
+                range: replica_range(i),
                 nodes: vec![NodeId(0), NodeId(1)],
-            },
-            Action::MigratePages {
-                range,
-                to: NodeId(1),
-            },
-        ])
-        .unwrap();
-    assert!(out.iter().all(|o| o.status == OutcomeStatus::Skipped));
-    assert_eq!(
-        m.observe(1).unwrap().collapses,
-        vec![Collapse {
-            page: range,
-            count: 1
-        }]
-    );
-    assert!(m.observe(2).unwrap().collapses.is_empty(), "reported once");
+            })
+            .collect()
+    }
+}
+
+/// [`Fake`], but replications come out as a backend that cannot replicate reports them: the
+/// first placed in full by a substitute, the second substituted with a page left unplaced, the
+/// third failed, the fourth replicated for real.
+struct NoReplicas(Fake);
+
+impl Machine for NoReplicas {
+    type Error = Infallible;
+    fn topology(&self) -> &Topology {
+        self.0.topology()
+    }
+    fn processes(&self) -> Vec<ProcessInfo> {
+        self.0.processes()
+    }
+    fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {
+        self.0.observe(until_ns)
+    }
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
+        Ok(actions
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                let (status, done) = match i {
+                    0 => (OutcomeStatus::Substituted, 1),
+                    1 => (OutcomeStatus::Substituted, 0),
+                    2 => (OutcomeStatus::Failed, 0),
+                    _ => (OutcomeStatus::Applied, 1),
+                };
+                Outcome {
+                    action: i,
+                    status,
+                    pages_requested: 1,
+                    pages_done: done,
+                    bytes_copied: 0,
+                    failures: vec![],
+                    note: None,
+                }
+            })
+            .collect())
+    }
+    fn finished(&self) -> bool {
+        self.0.finished()
+    }
+}
+
+#[test]
+fn replications_that_left_no_replica_are_told_to_the_policy_as_collapses_once() {
+    // Of five replications, the fifth refused by the rate limit: the policy is told, with the
+    // next observation, of those that left the pages where they were (substituted with a page
+    // left over, failed, refused); not of the one a substitute placed in full, nor of a real
+    // replica.
+    let mut p = Replicator::default();
+    let config = EngineConfig {
+        limits: RateLimits {
+            max_pages_per_epoch: Some(4),
+            max_bytes_per_epoch: None,
+        },
+        ..EngineConfig::default()
+    };
+    let mut reports = Vec::new();
+    run(
+        &mut NoReplicas(Fake::new(3)),
+        &mut p,
+        &mut VirtualClock::default(),
+        &config,
+        |r| reports.push(r.observation.collapses.clone()),
+    )
+    .unwrap();
+    let unmade: Vec<Collapse> = [1, 2, 4]
+        .into_iter()
+        .map(|i| Collapse {
+            page: replica_range(i),
+            count: 1,
+        })
+        .collect();
+    assert_eq!(p.told, vec![vec![], unmade.clone(), vec![]]);
+    assert_eq!(reports, p.told, "what the policy saw is what is recorded");
+}
+
+#[test]
+fn a_dry_run_tells_the_policy_that_no_replica_was_made() {
+    let mut p = Replicator::default();
+    run(
+        &mut DryRun::new(Fake::new(2)),
+        &mut p,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    let all: Vec<Collapse> = (0..5)
+        .map(|i| Collapse {
+            page: replica_range(i),
+            count: 1,
+        })
+        .collect();
+    assert_eq!(p.told, vec![vec![], all]);
 }
 
 #[test]

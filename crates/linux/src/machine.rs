@@ -19,9 +19,9 @@ use crate::sys::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, S
 use crate::thp::{self, ThpMapping};
 use rondpoint_engine::Machine;
 use rondpoint_model::{
-    AccessKind, Action, Collapse, CounterGroup, Counters, Estimate, MappingPolicy, MemPolicy,
-    NodeCounters, NodeId, NodeMemory, Observation, Outcome, OutcomeStatus, PageSize, Pid,
-    ProcessInfo, Sample, SampleSource, SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
+    AccessKind, Action, CounterGroup, Counters, Estimate, MappingPolicy, MemPolicy, NodeCounters,
+    NodeId, NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample, SampleSource,
+    SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -192,14 +192,6 @@ pub struct LinuxMachine<S: Sys> {
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: HashMap<(Pid, u64), NodeId>,
-    /// Pages rondpoint was asked to replicate since the last observation and could not place
-    /// even the way it does instead (Linux cannot replicate another process's pages: they are
-    /// interleaved over the readers). The next observation reports them collapsed, so that a
-    /// policy does not go on believing replicas exist where the pages have not moved at all.
-    /// Pages interleaved instead are not reported: the policy leaves them be, as it would
-    /// replicas (reporting them too made Carrefour move them again at every epoch, until its
-    /// collapse limit).
-    unreplicated: Vec<Collapse>,
     /// /proc/vmstat's (numa_hint_faults, numa_pages_migrated) when rondpoint started.
     balancing_at_start: Option<(u64, u64)>,
     cpu_ticks: HashMap<(Pid, Tid), u64>,
@@ -240,7 +232,6 @@ impl<S: Sys> LinuxMachine<S> {
             balancing_at_start: None,
             thp: HashMap::new(),
             last_seen_node: HashMap::new(),
-            unreplicated: Vec::new(),
             cpu_ticks: HashMap::new(),
             epoch: 0,
             epoch_start: Instant::now(),
@@ -1007,7 +998,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
             samples,
             memory: self.node_memory(),
             processes,
-            collapses: std::mem::take(&mut self.unreplicated),
+            collapses: Vec::new(),
             truth: None,
         };
         self.epoch += 1;
@@ -1077,18 +1068,13 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 Action::MoveApplication { .. } => self.last_seen_node.retain(|k, _| k.0 != pid),
                 _ => {}
             }
-            let outcome = actuate::apply(&mut self.sys, &self.topology, i, a, &threads);
-            if let Action::Replicate { range, .. } = a {
-                if outcome.status == OutcomeStatus::Failed
-                    || outcome.pages_done < outcome.pages_requested
-                {
-                    self.unreplicated.push(Collapse {
-                        page: *range,
-                        count: 1,
-                    });
-                }
-            }
-            out.push(outcome);
+            out.push(actuate::apply(
+                &mut self.sys,
+                &self.topology,
+                i,
+                a,
+                &threads,
+            ));
         }
         Ok(out)
     }

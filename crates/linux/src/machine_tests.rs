@@ -340,29 +340,19 @@ fn actions_on_processes_it_does_not_manage_are_refused_without_a_system_call() {
 }
 
 #[test]
-fn replications_not_all_placed_are_reported_collapsed_the_next_epoch() {
+fn replications_come_out_substituted_with_the_pages_left_unplaced_counted() {
     // Linux cannot replicate another process's pages; they are interleaved over the readers
-    // instead. Where even that did not place them all (here the kernel reports pages absent), the
-    // next observation says the replicas do not exist (each page collapsed once), so that
-    // Carrefour does not go on treating the pages as replicated (it would never look at them
-    // again); pages interleaved instead are not reported.
+    // instead. The outcome says so, and counts the pages even that could not place (here the
+    // kernel reports them absent): the engine tells the policy those left no replica
+    // (`replicas_not_made`), so that Carrefour does not go on treating them as replicated.
     let size = rondpoint_model::PageSize::Base4K;
     let sys = FakeSys::new().with_process(
         MEMHOG.0,
-        &[
-            (HEAP, 0),
-            (HEAP + 4096, 0),
-            (HEAP + 8192, 0),
-            (HEAP + 12288, 0),
-        ],
+        &[(HEAP, 0), (HEAP + 4096, 0), (HEAP + 8192, 0), (HEAP + 12288, 0)],
     );
     let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    m.sys
-        .page_errors
-        .insert((MEMHOG.0, HEAP + 8192), Errno::ENOENT);
-    m.sys
-        .page_errors
-        .insert((MEMHOG.0, HEAP + 12288), Errno::ENOENT);
+    m.sys.page_errors.insert((MEMHOG.0, HEAP + 8192), Errno::ENOENT);
+    m.sys.page_errors.insert((MEMHOG.0, HEAP + 12288), Errno::ENOENT);
     let placed = PageRange::new(MEMHOG, HEAP, 2, size).unwrap();
     let absent = PageRange::new(MEMHOG, HEAP + 8192, 2, size).unwrap();
     let nodes = vec![NodeId(0), NodeId(1)];
@@ -378,16 +368,16 @@ fn replications_not_all_placed_are_reported_collapsed_the_next_epoch() {
             },
         ])
         .unwrap();
-    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Substituted);
-    assert!(out[1].pages_done < out[1].pages_requested, "{:?}", out[1]);
+    use rondpoint_model::OutcomeStatus::Substituted;
     assert_eq!(
-        m.observe(0).unwrap().collapses,
-        vec![rondpoint_model::Collapse {
-            page: absent,
-            count: 1
-        }]
+        (out[0].status, out[0].pages_done, out[0].pages_requested),
+        (Substituted, 2, 2)
     );
-    assert!(m.observe(1).unwrap().collapses.is_empty(), "reported once");
+    assert_eq!(out[1].status, Substituted);
+    assert!(out[1].pages_done < out[1].pages_requested, "{:?}", out[1]);
+    assert_eq!(out[1].failures, vec![("ENOENT".to_string(), 1)]);
+    // The backend itself reports no collapse: it makes no replicas.
+    assert!(m.observe(0).unwrap().collapses.is_empty());
 }
 
 #[test]

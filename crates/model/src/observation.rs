@@ -96,10 +96,10 @@ impl ProcessInfo {
 }
 
 /// Replicated pages that collapsed to one copy during the epoch, `count` times each: writes
-/// forced it (a simulator), or the replicas were never made and the pages not placed at all,
-/// reported once the epoch after so that a policy does not go on believing replicas exist (a
-/// dry run, for every page it was asked to replicate; a backend that cannot replicate and
-/// interleaves the pages instead, for the actions whose pages it could not all place).
+/// forced it (reported by a machine that replicates), or the replicas were never made and the
+/// pages not placed otherwise either (added by the engine from the last epoch's outcomes: a
+/// dry run, a rate limit, a failure, or a substitute that left pages unplaced), so that a
+/// policy does not go on believing replicas exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Collapse {
     pub page: PageRange,
