@@ -348,11 +348,20 @@ fn replications_come_out_substituted_with_the_pages_left_unplaced_counted() {
     let size = rondpoint_model::PageSize::Base4K;
     let sys = FakeSys::new().with_process(
         MEMHOG.0,
-        &[(HEAP, 0), (HEAP + 4096, 0), (HEAP + 8192, 0), (HEAP + 12288, 0)],
+        &[
+            (HEAP, 0),
+            (HEAP + 4096, 0),
+            (HEAP + 8192, 0),
+            (HEAP + 12288, 0),
+        ],
     );
     let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    m.sys.page_errors.insert((MEMHOG.0, HEAP + 8192), Errno::ENOENT);
-    m.sys.page_errors.insert((MEMHOG.0, HEAP + 12288), Errno::ENOENT);
+    m.sys
+        .page_errors
+        .insert((MEMHOG.0, HEAP + 8192), Errno::ENOENT);
+    m.sys
+        .page_errors
+        .insert((MEMHOG.0, HEAP + 12288), Errno::ENOENT);
     let placed = PageRange::new(MEMHOG, HEAP, 2, size).unwrap();
     let absent = PageRange::new(MEMHOG, HEAP + 8192, 2, size).unwrap();
     let nodes = vec![NodeId(0), NodeId(1)];

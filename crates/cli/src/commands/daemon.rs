@@ -1,7 +1,7 @@
 //! `rondpoint daemon`: manage running processes until stopped.
 
 use crate::commands::options::{Live, LiveOptions, drive};
-use crate::commands::record::{LiveRecording, live_source};
+use crate::commands::record::LiveRecording;
 use crate::commands::run::RunReport;
 use crate::signals;
 use anyhow::{Result, bail};
@@ -79,11 +79,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     if !topology.is_numa() {
         eprintln!(
             "rondpoint: this machine has a single NUMA node: there is nothing to manage{}",
-            if opts.record.is_some() {
-                " (nothing recorded)"
-            } else {
-                ""
-            }
+            opts.nothing_recorded()
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -104,14 +100,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
                 .join(", ")
         );
     }
-    let mut recording = opts
-        .record
-        .as_deref()
-        .map(|path| {
-            let source = live_source("daemon", &opts.policy);
-            LiveRecording::create(path, source, machine.topology(), opts.record_max_samples.0)
-        })
-        .transpose()?;
+    let mut recording = opts.recording("daemon", machine.topology())?;
     let started = Instant::now();
     let mut state = State {
         schema_version: 1,
@@ -158,14 +147,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     )];
     let exit = Some("left running (rondpoint stopped managing them)".into());
     let mut notes: Vec<String> = write_error.into_iter().collect();
-    let saved = match recording.map(LiveRecording::finish) {
-        Some(Ok(saved)) => Some(saved),
-        Some(Err(e)) => {
-            notes.push(e);
-            None
-        }
-        None => None,
-    };
+    let saved = LiveRecording::end(recording, &mut notes);
     RunReport::new(opts, command, exit, started, acct, &mut machine, notes).print(opts.json)?;
     if let Some(saved) = saved {
         eprintln!("rondpoint: {saved}");

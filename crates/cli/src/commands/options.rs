@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use crate::commands::record::{LiveRecording, live_source};
 use crate::signals::Signalled;
 
 /// `--config` and `--techniques`: the parameters of every policy a command builds.
@@ -105,6 +106,29 @@ pub struct LiveOptions {
         requires = "record"
     )]
     pub record_max_samples: MaxSamples,
+}
+
+impl LiveOptions {
+    /// The `--record` recording of a live `what` ("daemon", "run 'CMD'"), created now so that
+    /// a path that cannot be written stops the run before anything is managed.
+    pub fn recording(&self, what: &str, topology: &Topology) -> Result<Option<LiveRecording>> {
+        self.record
+            .as_deref()
+            .map(|path| {
+                let source = live_source(what, &self.policy);
+                LiveRecording::create(path, source, topology, self.record_max_samples.0)
+            })
+            .transpose()
+    }
+
+    /// What a run that manages nothing says of its `--record`.
+    pub fn nothing_recorded(&self) -> &'static str {
+        if self.record.is_some() {
+            " (nothing recorded)"
+        } else {
+            ""
+        }
+    }
 }
 
 /// `--record-max-samples`: a number, or every sample.

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::record::{self, Recorder};
 use rondpoint_engine::{EngineConfig, EpochReport, Machine, VirtualClock};
-use rondpoint_model::{Action, Topology};
+use rondpoint_model::{Action, ProcessInfo, Topology};
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
 use serde::Serialize;
@@ -144,27 +144,30 @@ impl LiveRecording {
         })
     }
 
-    /// Appends an epoch (with the header first), and writes it out.
-    pub fn epoch(&mut self, r: &EpochReport<'_>) {
+    /// The recorder, its header written (listing `processes`) if it was not yet; `None` once
+    /// the recording has failed.
+    fn recorder(&mut self, processes: &[ProcessInfo]) -> Option<&mut Recorder<BufWriter<File>>> {
         if self.error.is_some() {
-            return;
+            return None;
         }
         if let Some(file) = self.file.take() {
             match Recorder::new(
                 BufWriter::new(file),
                 &self.source,
                 &self.topology,
-                &r.observation.processes,
+                processes,
                 self.max_samples,
             ) {
                 Ok(recorder) => self.recorder = Some(recorder),
-                Err(e) => {
-                    self.error = Some(e.to_string());
-                    return;
-                }
+                Err(e) => self.error = Some(e.to_string()),
             }
         }
-        let Some(recorder) = self.recorder.as_mut() else {
+        self.recorder.as_mut()
+    }
+
+    /// Appends an epoch (with the header first), and writes it out.
+    pub fn epoch(&mut self, r: &EpochReport<'_>) {
+        let Some(recorder) = self.recorder(&r.observation.processes) else {
             return;
         };
         match recorder.epoch(r).and_then(|()| recorder.flush()) {
@@ -173,27 +176,24 @@ impl LiveRecording {
         }
     }
 
-    /// Ends the recording: `Ok` says what was saved, `Err` why the recording stopped early.
-    pub fn finish(mut self) -> Result<String, String> {
-        if self.error.is_none() {
-            if let Some(file) = self.file.take() {
-                // No epoch ended: the header alone, with no processes.
-                if let Err(e) = Recorder::new(
-                    BufWriter::new(file),
-                    &self.source,
-                    &self.topology,
-                    &[],
-                    self.max_samples,
-                )
-                .and_then(Recorder::finish)
-                {
-                    self.error = Some(e.to_string());
-                }
-            } else if let Some(r) = self.recorder.take() {
-                if let Err(e) = r.finish() {
-                    self.error = Some(e.to_string());
-                }
+    /// Ends a run's recording, if any: why it stopped early goes to `notes` (the run's
+    /// report); what was saved is returned, to print after the report.
+    pub fn end(recording: Option<Self>, notes: &mut Vec<String>) -> Option<String> {
+        match recording.map(Self::finish)? {
+            Ok(saved) => Some(saved),
+            Err(e) => {
+                notes.push(e);
+                None
             }
+        }
+    }
+
+    /// Ends the recording (with no epoch, the header alone, listing no process): `Ok` says
+    /// what was saved, `Err` why the recording stopped early.
+    fn finish(mut self) -> Result<String, String> {
+        self.recorder(&[]);
+        if let Some(Err(e)) = self.recorder.take().map(Recorder::finish) {
+            self.error.get_or_insert(e.to_string());
         }
         match self.error {
             None => Ok(format!(

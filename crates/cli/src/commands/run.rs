@@ -1,7 +1,7 @@
 //! `rondpoint run`: launch a program under management and report, like `perf stat`.
 
 use crate::commands::options::{Live, LiveOptions, drive};
-use crate::commands::record::{LiveRecording, live_source};
+use crate::commands::record::LiveRecording;
 use crate::format;
 use crate::signals;
 use anyhow::Result;
@@ -142,11 +142,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             "rondpoint: this machine has a single NUMA node: there is nothing to manage; running \
              {} unchanged{}",
             args.command[0].to_string_lossy(),
-            if opts.record.is_some() {
-                " (nothing recorded)"
-            } else {
-                ""
-            }
+            opts.nothing_recorded()
         );
         return run_plain(&args.command);
     }
@@ -156,14 +152,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let mut recording = opts
-        .record
-        .as_deref()
-        .map(|path| {
-            let source = live_source(&format!("run '{}'", command.join(" ")), &opts.policy);
-            LiveRecording::create(path, source, &topology, opts.record_max_samples.0)
-        })
-        .transpose()?;
+    let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &topology)?;
     let stop = signals::install()?;
     let machine = LinuxMachine::to_launch(RealSys::new(), topology, live, args.command.clone());
     let started = Instant::now();
@@ -201,11 +190,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if progress {
         eprintln!();
     }
-    let (saved, notes) = match recording.map(LiveRecording::finish) {
-        Some(Ok(saved)) => (Some(saved), Vec::new()),
-        Some(Err(e)) => (None, vec![e]),
-        None => (None, Vec::new()),
-    };
+    let mut notes = Vec::new();
+    let saved = LiveRecording::end(recording, &mut notes);
     let exit = describe(machine.exit_status());
     RunReport::new(opts, command, exit, started, acct, &mut machine, notes).print(opts.json)?;
     if let Some(saved) = saved {
