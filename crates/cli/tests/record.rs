@@ -9,11 +9,9 @@ use common::{rondpoint, stdout};
 use predicates::prelude::*;
 use serde_json::Value;
 
-#[test]
-fn record_then_replay_carrefour_offline() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("facerec.jsonl");
-    let f = file.to_str().unwrap();
+/// `rondpoint record` of Carrefour on FaceRec (opteron-8385) to `file`, keeping at most
+/// `max_samples` samples an epoch.
+fn record_facerec(file: &str, max_samples: &str) -> assert_cmd::Command {
     rondpoint(&[
         "record",
         "-m",
@@ -23,13 +21,21 @@ fn record_then_replay_carrefour_offline() {
         "-p",
         "carrefour",
         "--max-samples",
-        "5000",
+        max_samples,
         "-o",
-        f,
+        file,
     ])
-    .assert()
-    .success()
-    .stderr(predicate::str::contains("recorded"));
+}
+
+#[test]
+fn record_then_replay_carrefour_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("facerec.jsonl");
+    let f = file.to_str().unwrap();
+    record_facerec(f, "5000")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("recorded"));
     let first = std::fs::read_to_string(&file).unwrap();
     let header: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
     assert_eq!(header["kind"], "header");
@@ -68,21 +74,7 @@ fn record_then_replay_carrefour_offline() {
     // with every sample it does, epoch for epoch.
     let all = dir.path().join("all.jsonl");
     let a = all.to_str().unwrap();
-    rondpoint(&[
-        "record",
-        "-m",
-        "opteron-8385",
-        "-w",
-        "facerec",
-        "-p",
-        "carrefour",
-        "--max-samples",
-        "100000000",
-        "-o",
-        a,
-    ])
-    .assert()
-    .success();
+    record_facerec(a, "100000000").assert().success();
     let j: Value =
         serde_json::from_str(&stdout(&["replay", a, "-p", "carrefour", "--json"])).unwrap();
     let replayed = j["epochs"].as_array().unwrap();
