@@ -166,6 +166,11 @@ pub struct EpochReport<'a> {
 /// exist (Carrefour never looks at a replicated page again until it collapses). Replications a
 /// substitute placed in full are not reported: the policy leaves those pages be, as it would
 /// replicas; a machine that replicates reports its own collapses, page by page.
+///
+/// A replication made for some pages of its range and not others (a simulated machine out of
+/// memory on a node) is reported over the whole range: the outcome does not say which pages
+/// have replicas, and a made replica believed unmade costs one more request for it (which finds
+/// it made), while an unmade one believed made would leave its page alone for good.
 fn replicas_not_made<'a>(
     actions: &'a [Action],
     outcomes: &'a [Outcome],
@@ -175,7 +180,7 @@ fn replicas_not_made<'a>(
             return None;
         };
         let unmade = match o.status {
-            OutcomeStatus::Skipped | OutcomeStatus::Failed => true,
+            OutcomeStatus::Skipped | OutcomeStatus::Failed | OutcomeStatus::Partial => true,
             OutcomeStatus::Substituted => o.pages_done < o.pages_requested,
             _ => false,
         };

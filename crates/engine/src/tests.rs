@@ -152,7 +152,7 @@ fn dry_run_applies_nothing_and_logs_everything() {
     assert_eq!(acct.by_technique["migrate"].skipped, 4);
 }
 
-/// Replicates five one-page ranges in its first epoch, then nothing; keeps the collapses it
+/// Replicates six one-page ranges in its first epoch, then nothing; keeps the collapses it
 /// is told of, epoch by epoch.
 #[derive(Default)]
 struct Replicator {
@@ -172,7 +172,7 @@ impl Policy for Replicator {
         if self.told.len() > 1 {
             return Vec::new();
         }
-        (0..5)
+        (0..6)
             .map(|i| Action::Replicate {
                 range: replica_range(i),
                 nodes: vec![NodeId(0), NodeId(1)],
@@ -183,7 +183,8 @@ impl Policy for Replicator {
 
 /// [`Fake`], but replications come out as a backend that cannot replicate reports them: the
 /// first placed in full by a substitute, the second substituted with a page left unplaced, the
-/// third failed, the fourth replicated for real.
+/// third failed, the fourth partly made (as a simulated machine reports a replication that ran
+/// out of memory on some of its pages), the fifth replicated for real.
 struct NoReplicas(Fake);
 
 impl Machine for NoReplicas {
@@ -206,6 +207,7 @@ impl Machine for NoReplicas {
                     0 => (OutcomeStatus::Substituted, 1),
                     1 => (OutcomeStatus::Substituted, 0),
                     2 => (OutcomeStatus::Failed, 0),
+                    3 => (OutcomeStatus::Partial, 0),
                     _ => (OutcomeStatus::Applied, 1),
                 };
                 Outcome {
@@ -227,14 +229,14 @@ impl Machine for NoReplicas {
 
 #[test]
 fn replications_that_left_no_replica_are_told_to_the_policy_as_collapses_once() {
-    // Of five replications, the fifth refused by the rate limit: the policy is told, with the
+    // Of six replications, the sixth refused by the rate limit: the policy is told, with the
     // next observation, of those that left the pages where they were (substituted with a page
-    // left over, failed, refused); not of the one a substitute placed in full, nor of a real
-    // replica.
+    // left over, failed, partly made, refused); not of the one a substitute placed in full, nor
+    // of a real replica.
     let mut p = Replicator::default();
     let config = EngineConfig {
         limits: RateLimits {
-            max_pages_per_epoch: Some(4),
+            max_pages_per_epoch: Some(5),
             max_bytes_per_epoch: None,
         },
         ..EngineConfig::default()
@@ -248,7 +250,7 @@ fn replications_that_left_no_replica_are_told_to_the_policy_as_collapses_once() 
         |r| reports.push(r.observation.collapses.clone()),
     )
     .unwrap();
-    let unmade: Vec<Collapse> = [1, 2, 4]
+    let unmade: Vec<Collapse> = [1, 2, 3, 5]
         .into_iter()
         .map(|i| Collapse {
             page: replica_range(i),
@@ -270,7 +272,7 @@ fn a_dry_run_tells_the_policy_that_no_replica_was_made() {
         |_| {},
     )
     .unwrap();
-    let all: Vec<Collapse> = (0..5)
+    let all: Vec<Collapse> = (0..6)
         .map(|i| Collapse {
             page: replica_range(i),
             count: 1,
