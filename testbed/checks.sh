@@ -227,10 +227,13 @@ check_carrefour_own_partitioned() {
 # `rondpoint daemon --pid` attaches while only the main thread and the manager run; 3 s later
 # the manager starts the block threads, which read and write their blocks for 12 s. Their
 # hinting faults must reach rondpoint: over 1,000 samples (without events of their own, a few
-# dozen: the main thread's and the manager's). Not asserted: how many blocks Carrefour moves
-# in that time; the first hinting fault on each page is taken for its first touch and not
+# dozen: the main thread's and the manager's), and at least one of the three remote blocks must
+# end with most of its pages on its thread's node (only rondpoint moves them). Not asserted:
+# that all three do; the first hinting fault on each page is taken for its first touch and not
 # counted (section "carrefour" of docs/policies.md), which for an attached program costs a
-# scan period, and some runs move all three remote blocks, others one or none.
+# scan period, and the scanner's passes come some epochs apart: measured (2026-11-22), all
+# three moved in 14 of 15 runs on 6.12 (one in the other); on 6.1 one block and a fifth of
+# another in 7 of 7 runs (docs/testbed.md).
 check_daemon_late_threads() {
     balancing 1; thp never; scanner_fast
     rondpoint-mgen partitioned --bound --mib 8 --secs 12 --late 3 > /tmp/mgen.out 2>&1 &
@@ -246,10 +249,16 @@ check_daemon_late_threads() {
     seen=$(samples_seen "$out")
     moved=$(report_sum "$out" migrate pages_done)
     blocks=$(echo "$out" | grep '^mgen block' | tr '\n' ';')
-    if [ "${seen:-0}" -ge 1000 ]; then
-        ok daemon-late-threads "$seen samples, rondpoint moved $moved pages ($blocks)"
+    home=0
+    for n in 1 2 3; do
+        line=$(echo "$out" | grep "^mgen block $n ")
+        v=$(field "$line" "N$n"); t=$(total "$line")
+        [ "$t" -gt 0 ] && [ $(( ${v:-0} * 2 )) -gt "$t" ] && home=$((home + 1))
+    done
+    if [ "${seen:-0}" -ge 1000 ] && [ "$home" -ge 1 ]; then
+        ok daemon-late-threads "$seen samples, rondpoint moved $moved pages, $home of 3 remote blocks on their node ($blocks)"
     else
-        bad daemon-late-threads "${seen:-no} samples, rondpoint moved $moved pages, $(sampler_state "$out"): $blocks"
+        bad daemon-late-threads "${seen:-no} samples, rondpoint moved $moved pages, $home of 3 remote blocks on their node, $(sampler_state "$out"): $blocks"
     fi
 }
 
