@@ -522,73 +522,26 @@ impl PageMove {
     }
 }
 
-/// Merges single-page actions on contiguous pages with the same target into ranges.
-fn coalesce(actions: Vec<Action>) -> Vec<Action> {
-    // Actions with the same technique, process, page size and target sort together, by start
-    // address: the sort key is the action's group above its start. Actions on no page range
-    // sort first.
-    fn target(nodes: &[NodeId]) -> u64 {
-        match nodes {
-            [one] => u64::from(one.0),
-            _ => {
-                use std::hash::{Hash, Hasher};
-                let mut h = rustc_hash::FxHasher::default();
-                nodes.hash(&mut h);
-                (1 << 28) | (h.finish() & ((1 << 28) - 1))
+/// The replications of one process's pages onto `nodes`: in (page size, address) order,
+/// contiguous pages merged into one action.
+fn replications(mut pages: Vec<PageKey>, nodes: &[NodeId]) -> Vec<Action> {
+    pages.sort_unstable_by_key(|&(_, start, size)| (size == PageSize::Huge2M, start));
+    let mut out: Vec<Action> = Vec::new();
+    for (pid, start, size) in pages {
+        let range = PageRange::page_of(pid, start, size);
+        match out.last_mut() {
+            Some(Action::Replicate { range: r, .. })
+                if r.pid == pid && r.page_size == size && r.end() == start =>
+            {
+                r.count += 1;
             }
+            _ => out.push(Action::Replicate {
+                range,
+                nodes: nodes.to_vec(),
+            }),
         }
-    }
-    fn key(a: &Action) -> u128 {
-        let (technique, range, target) = match a {
-            Action::MigratePages { range, to } => (PageMove::MIGRATE, range, u64::from(to.0)),
-            Action::Interleave { range, nodes } => (PageMove::INTERLEAVE, range, target(nodes)),
-            Action::Replicate { range, nodes } => (3, range, target(nodes)),
-            _ => return 0,
-        };
-        u128::from(group(technique, range.pid, range.page_size, target)) << 64
-            | u128::from(range.start)
-    }
-    // Sorted as (key, position): small to move, and actions with equal keys keep their order.
-    let mut order: Vec<(u128, usize)> = actions.iter().map(key).zip(0..).collect();
-    order.sort_unstable();
-    let mut out: Vec<Action> = Vec::with_capacity(actions.len());
-    let mut actions: Vec<Option<Action>> = actions.into_iter().map(Some).collect();
-    let actions = order.into_iter().filter_map(|(_, i)| actions[i].take());
-    for a in actions {
-        if let Some(last) = out.last_mut() {
-            let merged = match (last, &a) {
-                (Action::MigratePages { range: r, to: t }, Action::MigratePages { range, to })
-                    if t == to && extends(r, range) =>
-                {
-                    r.count += range.count;
-                    true
-                }
-                (
-                    Action::Interleave { range: r, nodes: n },
-                    Action::Interleave { range, nodes },
-                ) if n == nodes && extends(r, range) => {
-                    r.count += range.count;
-                    true
-                }
-                (Action::Replicate { range: r, nodes: n }, Action::Replicate { range, nodes })
-                    if n == nodes && extends(r, range) =>
-                {
-                    r.count += range.count;
-                    true
-                }
-                _ => false,
-            };
-            if merged {
-                continue;
-            }
-        }
-        out.push(a);
     }
     out
-}
-
-fn extends(r: &PageRange, next: &PageRange) -> bool {
-    r.pid == next.pid && r.page_size == next.page_size && r.end() == next.start
 }
 
 impl Policy for Carrefour {
@@ -785,8 +738,10 @@ impl Policy for Carrefour {
             self.pages.slot_mut(i).reset_stats();
         }
 
-        // Replication, once enough pages are marked (section 3.3.2).
-        let mut actions = Vec::new();
+        // Replication, once enough pages are marked (section 3.3.2): each process's pages in
+        // (page size, address) order, contiguous ones merged into one action.
+        let mut actions: Vec<Action> = Vec::new();
+        let mut replicated = 0;
         let pids: Vec<Pid> = self.pending_replication.keys().copied().collect();
         for pid in pids {
             let still_allowed = decisions.iter().any(|d| d.pid == pid && d.replication);
@@ -808,22 +763,19 @@ impl Policy for Carrefour {
                 continue;
             }
             self.replicating.insert(pid);
-            let mut keys: Vec<PageKey> = self
+            let keys: Vec<PageKey> = self
                 .pending_replication
                 .remove(&pid)
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
-            keys.sort_unstable();
-            for key in keys {
-                if let Some(i) = self.pages.entry_for(&key) {
+            replicated += keys.len();
+            for key in &keys {
+                if let Some(i) = self.pages.entry_for(key) {
                     self.pages.slot_mut(i).set_replicated(true);
                 }
-                actions.push(Action::Replicate {
-                    range: PageRange::page_of(key.0, key.1, key.2),
-                    nodes: nodes.clone(),
-                });
             }
+            actions.extend(replications(keys, &nodes));
         }
         // Bound the pending lists to the tracking capacity.
         for v in self.pending_replication.values_mut() {
@@ -839,7 +791,7 @@ impl Policy for Carrefour {
         // MAPTU threshold, which the counters keep measuring; when the traffic is estimated
         // from the samples themselves, stopping them would blind Carrefour for good, so it only
         // slows down.
-        let acted = moves.len() + actions.len();
+        let acted = moves.len() + replicated;
         let any_enabled = decisions.iter().any(|d| d.enabled);
         let quiet = !any_enabled && !apps.is_empty();
         self.period = if quiet && !estimated {
@@ -851,11 +803,12 @@ impl Policy for Carrefour {
         };
         self.last_global = Some(global);
         self.last_decisions = decisions;
-        // Migrations, then interleavings, then replications: the order of their groups, so
-        // the list is as one coalescing of every action would give.
+        // Migrations, then interleavings, then replications (by process, page size and
+        // address): each technique's actions sorted by their group and start, as one
+        // coalescing of every single-page action would list them.
         moves.sort_unstable();
         let mut merged = PageMove::merge(&moves);
-        merged.extend(coalesce(actions));
+        merged.extend(actions);
         merged
     }
 }

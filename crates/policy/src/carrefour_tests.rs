@@ -244,11 +244,10 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
         "300 marked pages: not yet"
     );
     // 300 more (200 of them new): 500 marked, all replicated, as one coalesced range.
-    let samples: Vec<Sample> = (200..500)
-        .flat_map(|i| [sample(page(i), 1, 0, false), sample(page(i), 2, 0, false)])
-        .collect();
     let obs = observe(Epoch {
-        samples,
+        samples: (200..500)
+            .flat_map(|i| [sample(page(i), 1, 0, false), sample(page(i), 2, 0, false)])
+            .collect(),
         ..Epoch::default()
     });
     assert_eq!(
@@ -910,6 +909,32 @@ proptest! {
 }
 
 proptest! {
+    /// One process's replications, merged as Carrefour lists them, are the coalesced
+    /// single-page replications.
+    #[test]
+    fn merged_replications_are_the_coalesced_actions(
+        pages in proptest::collection::hash_set((any::<bool>(), 0u64..12), 0..40),
+    ) {
+        let nodes = vec![NodeId(0), NodeId(2)];
+        let keys: Vec<PageKey> = pages
+            .into_iter()
+            .map(|(huge, page)| {
+                let size = if huge { PageSize::Huge2M } else { PageSize::Base4K };
+                (Pid(3), PAGE + page * size.bytes(), size)
+            })
+            .collect();
+        let single = keys
+            .iter()
+            .map(|&(pid, start, size)| Action::Replicate {
+                range: PageRange::page_of(pid, start, size),
+                nodes: nodes.clone(),
+            })
+            .collect();
+        prop_assert_eq!(replications(keys, &nodes), coalesce(single));
+    }
+}
+
+proptest! {
     /// Page moves merged straight from their sort keys give the actions that building every
     /// single-page action and coalescing them gives.
     #[test]
@@ -942,4 +967,75 @@ proptest! {
         keys.sort_unstable();
         prop_assert_eq!(PageMove::merge(&keys), coalesce(actions));
     }
+}
+
+/// Merges single-page actions on contiguous pages with the same target into ranges: the
+/// general coalescing that [`PageMove::merge`] and Carrefour's merged replications must agree
+/// with (the reference of the property tests).
+fn coalesce(actions: Vec<Action>) -> Vec<Action> {
+    // Actions with the same technique, process, page size and target sort together, by start
+    // address: the sort key is the action's group above its start. Actions on no page range
+    // sort first.
+    fn target(nodes: &[NodeId]) -> u64 {
+        match nodes {
+            [one] => u64::from(one.0),
+            _ => {
+                use std::hash::{Hash, Hasher};
+                let mut h = rustc_hash::FxHasher::default();
+                nodes.hash(&mut h);
+                (1 << 28) | (h.finish() & ((1 << 28) - 1))
+            }
+        }
+    }
+    fn key(a: &Action) -> u128 {
+        let (technique, range, target) = match a {
+            Action::MigratePages { range, to } => (PageMove::MIGRATE, range, u64::from(to.0)),
+            Action::Interleave { range, nodes } => (PageMove::INTERLEAVE, range, target(nodes)),
+            Action::Replicate { range, nodes } => (3, range, target(nodes)),
+            _ => return 0,
+        };
+        u128::from(group(technique, range.pid, range.page_size, target)) << 64
+            | u128::from(range.start)
+    }
+    // Sorted as (key, position): small to move, and actions with equal keys keep their order.
+    let mut order: Vec<(u128, usize)> = actions.iter().map(key).zip(0..).collect();
+    order.sort_unstable();
+    let mut out: Vec<Action> = Vec::with_capacity(actions.len());
+    let mut actions: Vec<Option<Action>> = actions.into_iter().map(Some).collect();
+    let actions = order.into_iter().filter_map(|(_, i)| actions[i].take());
+    for a in actions {
+        if let Some(last) = out.last_mut() {
+            let merged = match (last, &a) {
+                (Action::MigratePages { range: r, to: t }, Action::MigratePages { range, to })
+                    if t == to && extends(r, range) =>
+                {
+                    r.count += range.count;
+                    true
+                }
+                (
+                    Action::Interleave { range: r, nodes: n },
+                    Action::Interleave { range, nodes },
+                ) if n == nodes && extends(r, range) => {
+                    r.count += range.count;
+                    true
+                }
+                (Action::Replicate { range: r, nodes: n }, Action::Replicate { range, nodes })
+                    if n == nodes && extends(r, range) =>
+                {
+                    r.count += range.count;
+                    true
+                }
+                _ => false,
+            };
+            if merged {
+                continue;
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
+fn extends(r: &PageRange, next: &PageRange) -> bool {
+    r.pid == next.pid && r.page_size == next.page_size && r.end() == next.start
 }
