@@ -224,9 +224,9 @@ fn good_locality_disables_co_location() {
     assert!(d.enabled && !d.co_location && !d.interleaving);
 }
 
-/// Two read samples from nodes 1 and 2 for each of `n` pages.
-fn shared_reads(n: u64) -> Vec<Sample> {
-    (0..n)
+/// Two read samples from nodes 1 and 2 for each of `pages`.
+fn shared_reads(pages: std::ops::Range<u64>) -> Vec<Sample> {
+    pages
         .flat_map(|i| [sample(page(i), 1, 0, false), sample(page(i), 2, 0, false)])
         .collect()
 }
@@ -236,7 +236,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
     let mut c = carrefour();
     let nodes: Vec<NodeId> = (0..4).map(NodeId).collect();
     let obs = observe(Epoch {
-        samples: shared_reads(300),
+        samples: shared_reads(0..300),
         ..Epoch::default()
     });
     assert!(
@@ -245,9 +245,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
     );
     // 300 more (200 of them new): 500 marked, all replicated, as one coalesced range.
     let obs = observe(Epoch {
-        samples: (200..500)
-            .flat_map(|i| [sample(page(i), 1, 0, false), sample(page(i), 2, 0, false)])
-            .collect(),
+        samples: shared_reads(200..500),
         ..Epoch::default()
     });
     assert_eq!(
@@ -260,7 +258,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
     // Once started, a new candidate is replicated at once; a replicated page is not redone.
     let obs = observe(Epoch {
         samples: [
-            shared_reads(1),
+            shared_reads(0..1),
             vec![
                 sample(page(900), 1, 0, false),
                 sample(page(900), 3, 0, false),
@@ -286,7 +284,7 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
     let mut c = carrefour();
     let nodes: Vec<NodeId> = (0..4).map(NodeId).collect();
     let obs = observe(Epoch {
-        samples: shared_reads(500),
+        samples: shared_reads(0..500),
         ..Epoch::default()
     });
     assert_eq!(
@@ -297,7 +295,7 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
         }]
     );
     let mut obs = observe(Epoch {
-        samples: shared_reads(500),
+        samples: shared_reads(0..500),
         collapses: vec![Collapse {
             page: range(100, 300),
             count: 1,
@@ -319,7 +317,7 @@ fn write_heavy_application_interleaves_instead_of_replicating() {
     let mut c = carrefour();
     let obs = observe(Epoch {
         app_writes: 40_000, // MRR 90% < 95%
-        samples: shared_reads(600),
+        samples: shared_reads(0..600),
         ..Epoch::default()
     });
     let actions = c.decide(&topo(), &obs);
@@ -344,7 +342,7 @@ fn write_heavy_application_interleaves_instead_of_replicating() {
 #[test]
 fn a_written_page_is_not_replicated() {
     let mut c = carrefour();
-    let mut samples = shared_reads(600);
+    let mut samples = shared_reads(0..600);
     samples.push(sample(page(7), 3, 0, true));
     let obs = observe(Epoch {
         samples,
@@ -368,7 +366,7 @@ fn little_free_memory_disables_replication() {
     let mut c = carrefour();
     let obs = observe(Epoch {
         free_fraction: 0.7, // below 1 - 1/4
-        samples: shared_reads(600),
+        samples: shared_reads(0..600),
         ..Epoch::default()
     });
     c.decide(&topo(), &obs);
@@ -384,7 +382,7 @@ fn pages_that_collapsed_more_than_five_times_are_not_replicated_again() {
         count: 6,
     }];
     let obs = observe(Epoch {
-        samples: shared_reads(600),
+        samples: shared_reads(0..600),
         collapses,
         ..Epoch::default()
     });
@@ -407,7 +405,7 @@ fn balanced_traffic_is_not_interleaved() {
         served: [100_000; 4],
         local: [25_000; 4], // LAR 25%, imbalance 0
         app_writes: 40_000,
-        samples: shared_reads(10),
+        samples: shared_reads(0..10),
         ..Epoch::default()
     });
     assert!(c.decide(&topo(), &obs).is_empty());
@@ -444,7 +442,7 @@ fn techniques_can_be_switched_off_one_by_one() {
         ..CarrefourConfig::default()
     };
     let mut c = Carrefour::new(cfg).unwrap();
-    let mut samples = shared_reads(600);
+    let mut samples = shared_reads(0..600);
     samples.extend([
         sample(page(1000), 2, 0, false),
         sample(page(1000), 2, 0, false),
@@ -642,7 +640,7 @@ proptest! {
     fn never_replicates_below_the_mrr_threshold(samples in arb_samples(), write_share in 0.051f64..1.0) {
         let mut c = carrefour();
         let obs = observe(Epoch {
-            samples: [samples, shared_reads(600)].concat(),
+            samples: [samples, shared_reads(0..600)].concat(),
             app_writes: (400_000.0 * write_share) as u64,
             ..Epoch::default()
         });
