@@ -16,7 +16,7 @@
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use rondpoint_linux::actuate;
-use rondpoint_linux::sys::{MemPolicyMode, NodeMask, RealSys, Sys};
+use rondpoint_linux::sys::{Errno, MemPolicyMode, NodeMask, RealSys, Sys};
 use rondpoint_model::{CpuId, Pid, Tid};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -113,8 +113,6 @@ enum Workload {
 }
 
 const PAGE: usize = 4096;
-/// move_pages' status of a page it finds absent.
-const ENOENT: i32 = 2;
 
 #[derive(Clone, Copy)]
 struct Machine {
@@ -167,7 +165,7 @@ impl Machine {
         let started = Instant::now();
         loop {
             let absent: Vec<usize> = (0..status.len())
-                .filter(|&i| status[i] == -ENOENT)
+                .filter(|&i| status[i] == -Errno::ENOENT.0)
                 .collect();
             if absent.is_empty() {
                 break;
