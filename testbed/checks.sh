@@ -38,6 +38,18 @@ max_share() {
     echo "$1" | tr ' ' '\n' | sed -n 's/^N[0-9]=//p' |
         awk '{s += $1; if ($1 > m) m = $1} END {if (s) printf "%d", 100 * m / s; else print 100}'
 }
+# How many of an output's mgen blocks, from block FIRST to block 3, have at least PCT% of their
+# pages on their own node: blocks_home OUT PCT FIRST.
+blocks_home() {
+    home=0
+    for n in 0 1 2 3; do
+        [ "$n" -lt "$3" ] && continue
+        line=$(echo "$1" | grep "^mgen block $n ")
+        v=$(field "$line" "N$n"); b=$(total "$line")
+        [ "$b" -gt 0 ] && [ $(( ${v:-0} * 100 )) -ge $(( $2 * b )) ] && home=$((home + 1))
+    done
+    echo "$home"
+}
 nodes_used() { echo "$1" | tr ' ' '\n' | sed -n 's/^N[0-9]=//p' | awk '$1 > 0 {n++} END {print n + 0}'; }
 # Nodes holding at least 10% of an mgen line's pages.
 nodes_with_tenth() {
@@ -123,12 +135,7 @@ check_carrefour_partitioned() {
     balancing 1; thp never
     # shellcheck disable=SC2046 # record_args: words, split on purpose
     out=$(rondpoint run $(record_args) --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen partitioned --mib 32 --secs 8 2>/tmp/run.err)
-    good=0
-    for n in 0 1 2 3; do
-        line=$(echo "$out" | grep "^mgen block $n ")
-        v=$(field "$line" "N$n"); t=$(total "$line")
-        [ "$t" -gt 0 ] && [ $(( v * 100 / t )) -ge 80 ] && good=$((good + 1))
-    done
+    good=$(blocks_home "$out" 80 0)
     spread=$(( $(report_sum "$out" interleave pages_done) + $(report_sum "$out" replicate pages_done) ))
     if [ "$good" -eq 4 ] && [ "$spread" = 0 ]; then
         ok carrefour-partitioned
@@ -205,12 +212,8 @@ check_carrefour_own_partitioned() {
     # shellcheck disable=SC2046 # record_args: words, split on purpose
     out=$(rondpoint run $(record_args) --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen partitioned --bound --mib 8 --secs 12 2>/tmp/run.err)
     scanner_restore
-    good=0; t=0
-    for n in 0 1 2 3; do
-        line=$(echo "$out" | grep "^mgen block $n ")
-        v=$(field "$line" "N$n"); b=$(total "$line"); t=$(( t + b ))
-        [ "$b" -gt 0 ] && [ $(( v * 100 / b )) -ge 80 ] && good=$((good + 1))
-    done
+    good=$(blocks_home "$out" 80 0)
+    t=$(total "$(echo "$out" | grep '^mgen block' | tr '\n' ' ')")
     spread=$(( $(report_sum "$out" interleave pages_done) + $(report_sum "$out" replicate pages_done) ))
     moved=$(report_sum "$out" migrate pages_done)
     kmoved=$(kernel_moved "$out")
@@ -249,12 +252,8 @@ check_daemon_late_threads() {
     seen=$(samples_seen "$out")
     moved=$(report_sum "$out" migrate pages_done)
     blocks=$(echo "$out" | grep '^mgen block' | tr '\n' ';')
-    home=0
-    for n in 1 2 3; do
-        line=$(echo "$out" | grep "^mgen block $n ")
-        v=$(field "$line" "N$n"); t=$(total "$line")
-        [ "$t" -gt 0 ] && [ $(( ${v:-0} * 2 )) -gt "$t" ] && home=$((home + 1))
-    done
+    # Most of a block: over half of it.
+    home=$(blocks_home "$out" 51 1)
     if [ "${seen:-0}" -ge 1000 ] && [ "$home" -ge 1 ]; then
         ok daemon-late-threads "$seen samples, rondpoint moved $moved pages, $home of 3 remote blocks on their node ($blocks)"
     else
