@@ -160,6 +160,7 @@ pub enum ExitStatus {
 pub trait Sys {
     /// move_pages(2) with MPOL_MF_MOVE: with `nodes`, move each page to its node; without,
     /// query where each page is. `status` gets a node number or a negative errno per page.
+    /// A process that has exited, whether reaped or not, gives `ESRCH`.
     fn move_pages(
         &mut self,
         pid: Pid,

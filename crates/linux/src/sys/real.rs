@@ -88,7 +88,20 @@ impl Sys for RealSys {
                 MPOL_MF_MOVE as libc::c_long,
             )
         };
-        if r < 0 { Err(errno()) } else { Ok(()) }
+        // A positive result is the number of pages the kernel could not move; it then stops
+        // early and leaves the statuses of the rest as they were, which callers find out by
+        // asking again (actuate verifies every move).
+        if r >= 0 {
+            return Ok(());
+        }
+        // The kernel reaches the process's memory through get_task_mm(), which has none once
+        // the process has begun to exit (its memory released, the process not yet reaped):
+        // move_pages then says EINVAL (find_mm_struct in mm/migrate.c, 6.1 to 6.12), where
+        // every other error of its arguments has an errno of its own. Said as what it means.
+        match errno() {
+            e if e == Errno::EINVAL => Err(Errno::ESRCH),
+            e => Err(e),
+        }
     }
 
     fn migrate_pages(&mut self, pid: Pid, from: &NodeMask, to: &NodeMask) -> Result<u64, Errno> {
@@ -401,6 +414,32 @@ mod tests {
         assert_eq!(
             sys.move_pages(Pid(0), &[addr], None, &mut []),
             Err(Errno::EINVAL)
+        );
+    }
+
+    #[test]
+    fn move_pages_of_an_exited_unreaped_process_is_esrch() {
+        let mut sys = RealSys::new();
+        let pid = sys.spawn(&["true".into()], None).unwrap();
+        // Until it is reaped, the exited child is a zombie: its task is found, its memory is
+        // gone, and the kernel says EINVAL.
+        let zombie = (0..400).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.0)).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+        });
+        assert!(zombie, "the child never became a zombie");
+        let mut status = [i32::MIN];
+        assert_eq!(
+            sys.move_pages(pid, &[0x10000], None, &mut status),
+            Err(Errno::ESRCH)
+        );
+        assert_eq!(sys.try_wait(pid).unwrap(), Some(ExitStatus::Code(0)));
+        assert_eq!(
+            sys.move_pages(pid, &[0x10000], None, &mut status),
+            Err(Errno::ESRCH)
         );
     }
 
