@@ -423,7 +423,7 @@ mod tests {
         let pid = sys.spawn(&["true".into()], None).unwrap();
         // Until it is reaped, the exited child is a zombie: its task is found, its memory is
         // gone, and the kernel says EINVAL.
-        let zombie = (0..400).any(|_| {
+        let zombie = (0..2000).any(|_| {
             std::thread::sleep(std::time::Duration::from_millis(5));
             std::fs::read_to_string(format!("/proc/{}/stat", pid.0)).is_ok_and(|s| {
                 s.rsplit_once(')')
