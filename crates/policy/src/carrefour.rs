@@ -459,10 +459,9 @@ impl Rule {
     }
 }
 
-/// The group of an action for coalescing: (technique, pid, page size, target) in one integer.
-/// A single target node enters as its number; a list of several as a hash above every node
-/// number (a collision only puts two lists side by side: merging still compares the lists
-/// themselves).
+/// The group of an action for coalescing: (technique, pid, page size, target) in one integer,
+/// the target in the low 29 bits: here a node number (the tests' reference coalescing also
+/// puts a hash of a list of nodes there, above every node number).
 fn group(technique: u64, pid: Pid, page_size: PageSize, target: u64) -> u64 {
     let huge = u64::from(page_size == PageSize::Huge2M);
     technique << 62 | u64::from(pid.0 as u32) << 30 | huge << 29 | target

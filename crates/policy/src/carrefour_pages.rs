@@ -541,13 +541,15 @@ impl PageTable {
             }
             let full = self.current.len() >= max_tracked;
             let i = match self.probe(key) {
-                Ok(i) if full && !self.is_current(i) => continue,
                 Ok(i) => i,
                 Err(_) if full => continue,
                 Err(_) => self.entry(key),
             };
             let stale = !self.is_current(i);
             if stale {
+                if full {
+                    continue;
+                }
                 self.current.push(i as u32);
             }
             let epoch = self.epoch;

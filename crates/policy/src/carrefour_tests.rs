@@ -558,6 +558,36 @@ fn tracking_stops_at_the_page_limit() {
             to: NodeId(2)
         }]
     );
+    // A page the table still holds from an earlier epoch (20 to 24, sampled once each in the
+    // next epoch) is not tracked again once the limit is reached either.
+    let once: Vec<Sample> = (20..25).map(|i| sample(page(i), 2, 0, false)).collect();
+    c.decide(
+        &topo(),
+        &observe(Epoch {
+            samples: once,
+            ..Epoch::default()
+        }),
+    );
+    assert_eq!(c.tracked_pages(), 5);
+    let samples: Vec<Sample> = (10..15)
+        .chain([20])
+        .flat_map(|i| [sample(page(i), 2, 0, false), sample(page(i), 2, 0, false)])
+        .collect();
+    let actions = c.decide(
+        &topo(),
+        &observe(Epoch {
+            samples,
+            ..Epoch::default()
+        }),
+    );
+    assert_eq!(c.tracked_pages(), 5);
+    assert_eq!(
+        actions,
+        vec![Action::MigratePages {
+            range: range(10, 5),
+            to: NodeId(2)
+        }]
+    );
 }
 
 #[test]
