@@ -540,54 +540,33 @@ fn tracking_stops_at_the_page_limit() {
         ..CarrefourConfig::default()
     };
     let mut c = Carrefour::new(cfg).unwrap();
-    let samples: Vec<Sample> = (0..10)
-        .flat_map(|i| [sample(page(i), 2, 0, false), sample(page(i), 2, 0, false)])
-        .collect();
-    let actions = c.decide(
-        &topo(),
-        &observe(Epoch {
-            samples,
-            ..Epoch::default()
-        }),
-    );
-    assert_eq!(c.tracked_pages(), 5);
-    assert_eq!(
-        actions,
+    // An epoch of `n` samples from node 2 on each of `pages`, in order.
+    let mut epoch = |pages: &[u64], n: usize| {
+        let samples: Vec<Sample> = pages
+            .iter()
+            .flat_map(|&i| std::iter::repeat_n(sample(page(i), 2, 0, false), n))
+            .collect();
+        let actions = c.decide(
+            &topo(),
+            &observe(Epoch {
+                samples,
+                ..Epoch::default()
+            }),
+        );
+        (actions, c.tracked_pages())
+    };
+    let migrate = |first, count| {
         vec![Action::MigratePages {
-            range: range(0, 5),
-            to: NodeId(2)
+            range: range(first, count),
+            to: NodeId(2),
         }]
-    );
+    };
+    let pages: Vec<u64> = (0..10).collect();
+    assert_eq!(epoch(&pages, 2), (migrate(0, 5), 5));
     // A page the table still holds from an earlier epoch (20 to 24, sampled once each in the
     // next epoch) is not tracked again once the limit is reached either.
-    let once: Vec<Sample> = (20..25).map(|i| sample(page(i), 2, 0, false)).collect();
-    c.decide(
-        &topo(),
-        &observe(Epoch {
-            samples: once,
-            ..Epoch::default()
-        }),
-    );
-    assert_eq!(c.tracked_pages(), 5);
-    let samples: Vec<Sample> = (10..15)
-        .chain([20])
-        .flat_map(|i| [sample(page(i), 2, 0, false), sample(page(i), 2, 0, false)])
-        .collect();
-    let actions = c.decide(
-        &topo(),
-        &observe(Epoch {
-            samples,
-            ..Epoch::default()
-        }),
-    );
-    assert_eq!(c.tracked_pages(), 5);
-    assert_eq!(
-        actions,
-        vec![Action::MigratePages {
-            range: range(10, 5),
-            to: NodeId(2)
-        }]
-    );
+    assert_eq!(epoch(&[20, 21, 22, 23, 24], 1), (vec![], 5));
+    assert_eq!(epoch(&[10, 11, 12, 13, 14, 20], 2), (migrate(10, 5), 5));
 }
 
 #[test]
