@@ -657,10 +657,11 @@ impl Policy for Carrefour {
         let current = self.pages.current();
         let n_current = current.len();
         // Each rule's pages, listed without a branch: every page is written to the end of
-        // every list, and only its own rule's list grows.
+        // every list, and only its own rule's list grows. What the lists held last epoch is
+        // left in place (each list is read only as far as it was written this epoch): only
+        // room added is written before use.
         let mut lists = std::mem::take(&mut self.scratch);
-        lists.clear();
-        lists.reserve_exact(3 * n_current);
+        lists.reserve_exact((3 * n_current).saturating_sub(lists.len()));
         lists.resize(3 * n_current, 0);
         let (migrate, rest) = lists.split_at_mut(n_current);
         let (mark, interleave) = rest.split_at_mut(n_current);

@@ -487,114 +487,135 @@ impl PageTable {
         max_tracked: usize,
         tallies: &mut SampleTallies,
     ) {
-        // Samples come in long runs of one process: its space is looked up, and its tallies
-        // kept, once a run.
-        let mut run: Option<(Pid, PageSize, SpaceKeys)> = None;
-        // The same for the sample `AHEAD` on, whose slot is asked for (only spaces that
-        // exist: the first samples of a new process are not prefetched).
-        let mut ahead_run: Option<(Pid, PageSize, SpaceKeys)> = None;
         let mut tally = RunTally::new(nodes);
         let mut any_fault = false;
-        let ahead_key = |t: &Self, run: &mut Option<(Pid, PageSize, SpaceKeys)>, s: &Sample| {
-            let keys = match *run {
-                Some((pid, size, keys)) if pid == s.pid && size == s.page_size => keys,
-                _ => {
-                    let &space = t.space_of.get(&(s.pid, s.page_size))?;
-                    let keys = SpaceKeys::new(space, s.page_size);
-                    *run = Some((s.pid, s.page_size, keys));
-                    keys
+        let mut k = 0;
+        // Samples come in long runs of one process: its space is looked up, and its tallies
+        // kept, once a run. Within a run, the slot of the sample `AHEAD` on is asked for with
+        // the run's keys (a sample of the next run gets a useless prefetch, no more); a new
+        // run asks for its first `AHEAD` slots again with its own keys.
+        while let Some(first) = samples.get(k) {
+            let (pid, size) = (first.pid, first.page_size);
+            tally.start(pid, tallies);
+            let keys = self
+                .space(pid, size)
+                .map_or(SpaceKeys::NONE, |space| SpaceKeys::new(space, size));
+            for a in samples.iter().skip(k).take(AHEAD) {
+                self.prefetch(self.home_slot(keys.key(a.addr)));
+            }
+            while let Some(s) = samples.get(k) {
+                if s.pid != pid || s.page_size != size {
+                    break;
                 }
-            };
-            Some(keys.key(s.addr))
-        };
-        for s in samples.iter().take(AHEAD) {
-            if let Some(key) = ahead_key(self, &mut ahead_run, s) {
-                self.prefetch(self.home_slot(key));
-            }
-        }
-        for (k, s) in samples.iter().enumerate() {
-            if let Some(a) = samples.get(k + AHEAD) {
-                if let Some(key) = ahead_key(self, &mut ahead_run, a) {
-                    self.prefetch(self.home_slot(key));
+                if let Some(a) = samples.get(k + AHEAD) {
+                    self.prefetch(self.home_slot(keys.key(a.addr)));
                 }
-            }
-            let space = match run {
-                Some((pid, size, space)) if pid == s.pid && size == s.page_size => space,
-                _ => {
-                    tally.start(s.pid, tallies);
-                    let space = self
-                        .space(s.pid, s.page_size)
-                        .map_or(SpaceKeys::NONE, |space| SpaceKeys::new(space, s.page_size));
-                    run = Some((s.pid, s.page_size, space));
-                    space
-                }
-            };
-            let key = space.key(s.addr);
-            let (home, fault) = tally.count(s, nodes);
-            if s.source == SampleSource::HintingFault
-                && faulted.insert((s.pid, s.page(), s.page_size))
-            {
-                continue;
-            }
-            if key == 0 {
-                continue;
-            }
-            let full = self.current.len() >= max_tracked;
-            let i = match self.probe(key) {
-                Ok(i) => i,
-                Err(_) if full => continue,
-                Err(_) => self.entry(key),
-            };
-            let stale = !self.is_current(i);
-            if stale {
-                if full {
-                    continue;
-                }
-                self.current.push(i as u32);
-            }
-            let epoch = self.epoch;
-            let slot = &mut self.slots[i];
-            let node = nodes.index(s.node);
-            if node == u16::MAX {
-                if stale {
-                    slot.reset_stats();
-                    slot.marks |= TRACKED;
-                }
-                slot.seen = epoch;
-                continue;
-            }
-            let write = s.kind == AccessKind::Write;
-            // A fault sample on a page whose last sample was one too (in the window or
-            // not): the gap between them is what the window must hold.
-            if fault && slot.marks & (TRACKED | FAULTED) == TRACKED | FAULTED {
-                let gap = epoch.wrapping_sub(slot.seen);
-                if gap > 0 {
-                    self.refault_gaps[(15 - gap.leading_zeros()) as usize] += REFAULT_WEIGHT;
+                k += 1;
+                let key = keys.key(s.addr);
+                let (home, fault) = tally.count(s, nodes);
+                if fault {
+                    // Rare beside sampled accesses, and kept out of line so that the loop's
+                    // state stays in registers.
+                    any_fault |= self.count_fault(s, key, home, nodes, faulted, max_tracked);
+                } else {
+                    self.count_one::<false>(s, key, home, nodes, max_tracked);
                 }
             }
-            // Samples taken while the page was elsewhere say nothing about where it should
-            // go now (its first-touch fault, or a node it was moved away from): start
-            // afresh. Starting afresh stores the counts without loading them first: a
-            // store of zeros followed by the load of the counts would stall the load
-            // (which the compiler makes one wide load, over fields stored apart).
-            let home = home as u16;
-            if stale || (home != 0 && slot.home != 0 && home != u16::from(slot.home)) {
-                slot.restart(usize::from(node), write);
-            } else {
-                slot.record(usize::from(node), write);
-            }
-            if home != 0 {
-                slot.set_home(usize::from(home - 1));
-            }
-            slot.marks |= FAULTED * u8::from(fault);
-            // Stored last, for the same reason.
-            slot.seen = epoch;
-            any_fault |= fault;
         }
         tally.end(tallies);
         if any_fault {
             self.fault_tick = Some(self.tick);
         }
+    }
+
+    /// [`Self::count_one`] of a page-fault or hinting-fault sample, whose first of a page is
+    /// only remembered in `faulted` (it may be the first touch).
+    #[cold]
+    #[inline(never)]
+    fn count_fault(
+        &mut self,
+        s: &Sample,
+        key: u64,
+        home: usize,
+        nodes: &DenseNodes,
+        faulted: &mut FxHashSet<PageKey>,
+        max_tracked: usize,
+    ) -> bool {
+        if s.source == SampleSource::HintingFault && faulted.insert((s.pid, s.page(), s.page_size))
+        {
+            return false;
+        }
+        self.count_one::<true>(s, key, home, nodes, max_tracked)
+    }
+
+    /// Counts sample `s` of page `key` (0: a page without a key, not counted), `home` as
+    /// [`RunTally::count`] returns it, into the table; `FAULT` for a fault sample. Returns
+    /// whether the sample was counted into a page's statistics.
+    #[inline(always)]
+    fn count_one<const FAULT: bool>(
+        &mut self,
+        s: &Sample,
+        key: u64,
+        home: usize,
+        nodes: &DenseNodes,
+        max_tracked: usize,
+    ) -> bool {
+        if key == 0 {
+            return false;
+        }
+        let full = self.current.len() >= max_tracked;
+        let i = match self.probe(key) {
+            Ok(i) => i,
+            Err(_) if full => return false,
+            Err(_) => self.entry(key),
+        };
+        let stale = !self.is_current(i);
+        if stale {
+            if full {
+                return false;
+            }
+            self.current.push(i as u32);
+        }
+        let epoch = self.epoch;
+        let slot = &mut self.slots[i];
+        let node = nodes.index(s.node);
+        if node == u16::MAX {
+            if stale {
+                slot.reset_stats();
+                slot.marks |= TRACKED;
+            }
+            slot.seen = epoch;
+            return false;
+        }
+        let write = s.kind == AccessKind::Write;
+        // A fault sample on a page whose last sample was one too (in the window or not): the
+        // gap between them is what the window must hold.
+        if FAULT && slot.marks & (TRACKED | FAULTED) == TRACKED | FAULTED {
+            let gap = epoch.wrapping_sub(slot.seen);
+            if gap > 0 {
+                self.refault_gaps[(15 - gap.leading_zeros()) as usize] += REFAULT_WEIGHT;
+            }
+        }
+        // Samples taken while the page was elsewhere say nothing about where it should go
+        // now (its first-touch fault, or a node it was moved away from): start afresh.
+        // Starting afresh stores the counts without loading them first: a store of zeros
+        // followed by the load of the counts would stall the load (which the compiler makes
+        // one wide load, over fields stored apart).
+        let home = home as u16;
+        if stale || (home != 0 && slot.home != 0 && home != u16::from(slot.home)) {
+            slot.restart(usize::from(node), write);
+        } else {
+            slot.record(usize::from(node), write);
+        }
+        if home != 0 {
+            slot.set_home(usize::from(home - 1));
+        }
+        if FAULT {
+            slot.marks |= FAULTED;
+        }
+        // Stored last, for the same reason.
+        slot.seen = epoch;
+        true
     }
 
     /// Marks slot `i` sampled in this epoch, starting its statistics afresh if they are not
@@ -872,6 +893,34 @@ mod tests {
             e > 26,
             "one epoch of short gaps is not three quarters of them"
         );
+    }
+
+    #[test]
+    fn one_process_s_base_and_huge_pages_are_counted_apart_however_their_samples_alternate() {
+        // One process, runs of one sample each: a base page, then the huge page holding it
+        // (the same address, another page size), and so on. Each sample must be keyed with
+        // its own page size, and the runs must not be taken for one.
+        let mut t = PageTable::default();
+        let huge = |node| Sample {
+            page_size: PageSize::Huge2M,
+            ..sample(0, node, SampleSource::Ibs)
+        };
+        let samples = [
+            sample(0, 0, SampleSource::Ibs),
+            huge(1),
+            sample(0, 0, SampleSource::Ibs),
+            huge(1),
+            huge(1),
+        ];
+        epoch(&mut t, 1, 1, &samples);
+        let base = t.get(&page(0)).map(|(_, s)| (s.samples, s.node_mask));
+        let start = page(0).1 & !(PageSize::Huge2M.bytes() - 1);
+        let huge = t
+            .get(&(Pid(7), start, PageSize::Huge2M))
+            .map(|(_, s)| (s.samples, s.node_mask));
+        assert_eq!(base, Some((2, 0b01)));
+        assert_eq!(huge, Some((3, 0b10)));
+        assert_eq!(t.tracked(), 2);
     }
 
     #[test]
