@@ -493,14 +493,20 @@ impl PageTable {
         // Samples come in long runs of one process: its space is looked up, and its tallies
         // kept, once a run. Within a run, the slot of the sample `AHEAD` on is asked for with
         // the run's keys (a sample of the next run gets a useless prefetch, no more); a new
-        // run asks for its first `AHEAD` slots again with its own keys.
+        // run asks for its first `AHEAD` slots again with its own keys, as far as the run
+        // goes (runs of a few samples, as when a process's samples alternate between base and
+        // huge pages, do not pay for `AHEAD` prefetches each).
         while let Some(first) = samples.get(k) {
             let (pid, size) = (first.pid, first.page_size);
             tally.start(pid, tallies);
             let keys = self
                 .space(pid, size)
                 .map_or(SpaceKeys::NONE, |space| SpaceKeys::new(space, size));
-            for a in samples.iter().skip(k).take(AHEAD) {
+            for a in samples[k..]
+                .iter()
+                .take(AHEAD)
+                .take_while(|a| a.pid == pid && a.page_size == size)
+            {
                 self.prefetch(self.home_slot(keys.key(a.addr)));
             }
             while let Some(s) = samples.get(k) {
