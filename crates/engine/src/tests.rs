@@ -163,6 +163,17 @@ fn replica_range(i: u64) -> PageRange {
     PageRange::new(Pid(1), 0x10_000 + i * 4096, 1, PageSize::Base4K).unwrap()
 }
 
+/// The collapses, once each, of the [`replica_range`]s numbered `ranges`.
+fn collapsed_once(ranges: impl IntoIterator<Item = u64>) -> Vec<Collapse> {
+    ranges
+        .into_iter()
+        .map(|i| Collapse {
+            page: replica_range(i),
+            count: 1,
+        })
+        .collect()
+}
+
 impl Policy for Replicator {
     fn name(&self) -> &str {
         "replicator"
@@ -250,14 +261,7 @@ fn replications_that_left_no_replica_are_told_to_the_policy_as_collapses_once() 
         |r| reports.push(r.observation.collapses.clone()),
     )
     .unwrap();
-    let unmade: Vec<Collapse> = [1, 2, 3, 5]
-        .into_iter()
-        .map(|i| Collapse {
-            page: replica_range(i),
-            count: 1,
-        })
-        .collect();
-    assert_eq!(p.told, vec![vec![], unmade.clone(), vec![]]);
+    assert_eq!(p.told, vec![vec![], collapsed_once([1, 2, 3, 5]), vec![]]);
     assert_eq!(reports, p.told, "what the policy saw is what is recorded");
 }
 
@@ -272,13 +276,7 @@ fn a_dry_run_tells_the_policy_that_no_replica_was_made() {
         |_| {},
     )
     .unwrap();
-    let all: Vec<Collapse> = (0..6)
-        .map(|i| Collapse {
-            page: replica_range(i),
-            count: 1,
-        })
-        .collect();
-    assert_eq!(p.told, vec![vec![], all]);
+    assert_eq!(p.told, vec![vec![], collapsed_once(0..6)]);
 }
 
 #[test]
