@@ -116,11 +116,17 @@ pub struct LiveRecording {
     source: String,
     topology: Topology,
     max_samples: Option<usize>,
-    /// The file until the header is written.
-    file: Option<File>,
-    recorder: Option<Recorder<BufWriter<File>>>,
+    state: LiveState,
     epochs: u64,
-    error: Option<String>,
+}
+
+/// Where a [`LiveRecording`] is.
+enum LiveState {
+    /// Created, the header not yet written.
+    Created(File),
+    Recording(Recorder<BufWriter<File>>),
+    /// Stopped by a write error.
+    Failed(String),
 }
 
 impl LiveRecording {
@@ -137,32 +143,32 @@ impl LiveRecording {
             source,
             topology: topology.clone(),
             max_samples,
-            file: Some(file),
-            recorder: None,
+            state: LiveState::Created(file),
             epochs: 0,
-            error: None,
         })
     }
 
     /// The recorder, its header written (listing `processes`) if it was not yet; `None` once
     /// the recording has failed.
     fn recorder(&mut self, processes: &[ProcessInfo]) -> Option<&mut Recorder<BufWriter<File>>> {
-        if self.error.is_some() {
-            return None;
-        }
-        if let Some(file) = self.file.take() {
-            match Recorder::new(
+        let state = std::mem::replace(&mut self.state, LiveState::Failed(String::new()));
+        self.state = match state {
+            LiveState::Created(file) => match Recorder::new(
                 BufWriter::new(file),
                 &self.source,
                 &self.topology,
                 processes,
                 self.max_samples,
             ) {
-                Ok(recorder) => self.recorder = Some(recorder),
-                Err(e) => self.error = Some(e.to_string()),
-            }
+                Ok(recorder) => LiveState::Recording(recorder),
+                Err(e) => LiveState::Failed(e.to_string()),
+            },
+            other => other,
+        };
+        match &mut self.state {
+            LiveState::Recording(recorder) => Some(recorder),
+            _ => None,
         }
-        self.recorder.as_mut()
     }
 
     /// Appends an epoch (with the header first), and writes it out.
@@ -172,7 +178,7 @@ impl LiveRecording {
         };
         match recorder.epoch(r).and_then(|()| recorder.flush()) {
             Ok(()) => self.epochs += 1,
-            Err(e) => self.error = Some(e.to_string()),
+            Err(e) => self.state = LiveState::Failed(e.to_string()),
         }
     }
 
@@ -192,10 +198,12 @@ impl LiveRecording {
     /// what was saved, `Err` why the recording stopped early.
     fn finish(mut self) -> Result<String, String> {
         self.recorder(&[]);
-        if let Some(Err(e)) = self.recorder.take().map(Recorder::finish) {
-            self.error.get_or_insert(e.to_string());
-        }
-        match self.error {
+        let error = match self.state {
+            LiveState::Recording(recorder) => recorder.finish().err().map(|e| e.to_string()),
+            LiveState::Failed(e) => Some(e),
+            LiveState::Created(_) => None,
+        };
+        match error {
             None => Ok(format!(
                 "recorded {} epochs to {} (rondpoint replay {} --policy P)",
                 self.epochs,
