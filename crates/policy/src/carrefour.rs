@@ -414,7 +414,7 @@ impl Allowed {
         )
     }
 
-    fn has(self, bit: u8) -> bool {
+    const fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
     }
 }
@@ -434,27 +434,89 @@ enum Rule {
     Interleave = 3,
 }
 
+/// What the page-local rules read of a page, as bits ([`Rule::facts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Facts(u8);
+
+impl Facts {
+    /// At least `min_samples_per_page` samples.
+    const DECIDES: u8 = 1;
+    /// Accessed from one node only.
+    const SINGLE: u8 = 2;
+    /// Known to be on the one node that accessed it.
+    const THERE: u8 = 4;
+    /// Never written.
+    const READ_ONLY: u8 = 8;
+    /// At most `max_collapses_per_page` collapses.
+    const FEW_COLLAPSES: u8 = 16;
+    /// Replicated.
+    const REPLICATED: u8 = 32;
+
+    const fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// The rule of every combination of a page's facts (64) under every [`Allowed`] (16), worked
+/// out once: a page's rule is then one lookup.
+static RULES: [[Rule; 64]; 16] = {
+    let mut table = [[Rule::None; 64]; 16];
+    let mut allowed = 0;
+    while allowed < 16 {
+        let mut facts = 0;
+        while facts < 64 {
+            table[allowed][facts] = Rule::of_facts(Facts(facts as u8), Allowed(allowed as u8));
+            facts += 1;
+        }
+        allowed += 1;
+    }
+    table
+};
+
 impl Rule {
-    /// The rule for `slot`, worked out without branches (its conditions combined as bits).
+    /// The rule for `slot` (one table lookup: see [`RULES`]).
     fn of(slot: &pages::Slot, allowed: Allowed, cfg: &CarrefourConfig) -> Self {
-        let decides =
-            (u32::from(slot.samples) >= cfg.min_samples_per_page) & allowed.has(Allowed::ENABLED);
-        let single = slot.node_mask.count_ones() == 1;
-        let node = slot.node_mask.trailing_zeros() as usize;
-        let migrate = single & allowed.has(Allowed::CO_LOCATION) & (slot.home() != Some(node));
-        let replicable = !single
-            & (slot.writes == 0)
-            & allowed.has(Allowed::REPLICATION)
-            & (slot.collapses() <= cfg.max_collapses_per_page);
-        let mark = replicable & !slot.replicated();
-        let interleave = !single & !replicable & allowed.has(Allowed::INTERLEAVING);
-        match u8::from(decides)
-            * (u8::from(migrate) | (u8::from(mark) << 1) | (u8::from(interleave) * 3))
+        RULES[usize::from(allowed.0 & 15)][usize::from(Self::facts(slot, cfg).0)]
+    }
+
+    /// The facts the rules read of `slot`, worked out without branches.
+    fn facts(slot: &pages::Slot, cfg: &CarrefourConfig) -> Facts {
+        // The one node that accessed it, as the slot keeps its home (dense index + 1).
+        let node = slot.node_mask.trailing_zeros() + 1;
+        Facts(
+            (u8::from(u32::from(slot.samples) >= cfg.min_samples_per_page) * Facts::DECIDES)
+                | (u8::from(slot.node_mask.is_power_of_two()) * Facts::SINGLE)
+                | (u8::from(u32::from(slot.home_code()) == node) * Facts::THERE)
+                | (u8::from(slot.writes == 0) * Facts::READ_ONLY)
+                | (u8::from(slot.collapses() <= cfg.max_collapses_per_page) * Facts::FEW_COLLAPSES)
+                | (u8::from(slot.replicated()) * Facts::REPLICATED),
+        )
+    }
+
+    /// The rule of a page with `facts` in an application allowed `allowed` (section 3.2.2,
+    /// in the paper's order).
+    const fn of_facts(facts: Facts, allowed: Allowed) -> Self {
+        if !facts.has(Facts::DECIDES) || !allowed.has(Allowed::ENABLED) {
+            Rule::None
+        } else if facts.has(Facts::SINGLE) {
+            if allowed.has(Allowed::CO_LOCATION) && !facts.has(Facts::THERE) {
+                Rule::Migrate
+            } else {
+                Rule::None
+            }
+        } else if facts.has(Facts::READ_ONLY)
+            && allowed.has(Allowed::REPLICATION)
+            && facts.has(Facts::FEW_COLLAPSES)
         {
-            1 => Rule::Migrate,
-            2 => Rule::Mark,
-            3 => Rule::Interleave,
-            _ => Rule::None,
+            if facts.has(Facts::REPLICATED) {
+                Rule::None
+            } else {
+                Rule::Mark
+            }
+        } else if allowed.has(Allowed::INTERLEAVING) {
+            Rule::Interleave
+        } else {
+            Rule::None
         }
     }
 }
@@ -656,16 +718,14 @@ impl Policy for Carrefour {
         // were first sampled (the interleaving draws are made in that order: deterministic).
         let current = self.pages.current();
         let n_current = current.len();
-        // Each rule's pages, listed without a branch: every page is written to the end of
-        // every list, and only its own rule's list grows. What the lists held last epoch is
-        // left in place (each list is read only as far as it was written this epoch): only
-        // room added is written before use.
+        // Each rule's pages, listed without a branch: a page is written to the end of its
+        // rule's list (`Rule::None`'s is not read), one list after another in `lists`. What
+        // the lists held last epoch is left in place (each list is read only as far as it was
+        // written this epoch): only room added is written before use.
         let mut lists = std::mem::take(&mut self.scratch);
-        lists.reserve_exact((3 * n_current).saturating_sub(lists.len()));
-        lists.resize(3 * n_current, 0);
-        let (migrate, rest) = lists.split_at_mut(n_current);
-        let (mark, interleave) = rest.split_at_mut(n_current);
-        let mut len = [0usize; 3];
+        lists.reserve_exact((4 * n_current).saturating_sub(lists.len()));
+        lists.resize(4 * n_current, 0);
+        let mut len = [0usize; 4];
         for (k, &i) in current.iter().enumerate() {
             if let Some(&ahead) = current.get(k + 16) {
                 self.pages.prefetch(ahead as usize);
@@ -673,18 +733,23 @@ impl Policy for Carrefour {
             let slot = self.pages.slot(i as usize);
             let space = PageTable::space_of_key(slot.packed_key());
             let allowed = allowed.get(space).copied().unwrap_or(Allowed::NOTHING);
-            let rule = Rule::of(slot, allowed, &self.cfg);
-            migrate[len[0]] = i;
-            mark[len[1]] = i;
-            interleave[len[2]] = i;
-            len[0] += usize::from(rule == Rule::Migrate);
-            len[1] += usize::from(rule == Rule::Mark);
-            len[2] += usize::from(rule == Rule::Interleave);
+            let rule = Rule::of(slot, allowed, &self.cfg) as usize;
+            if let Some(end) = lists.get_mut(rule * n_current + len[rule]) {
+                *end = i;
+            }
+            len[rule] += 1;
         }
+        let list = |rule: Rule| {
+            let r = rule as usize;
+            &lists[r * n_current..r * n_current + len[r]]
+        };
         let mut moves = Vec::new();
         let mut acted = Vec::new();
-        let (migrate, mark, interleave) =
-            (&migrate[..len[0]], &mark[..len[1]], &interleave[..len[2]]);
+        let (migrate, mark, interleave) = (
+            list(Rule::Migrate),
+            list(Rule::Mark),
+            list(Rule::Interleave),
+        );
         for (k, &i) in migrate.iter().enumerate() {
             if let Some(&ahead) = migrate.get(k + 16) {
                 self.pages.prefetch(ahead as usize);

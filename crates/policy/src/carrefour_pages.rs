@@ -152,6 +152,11 @@ impl Slot {
         (self.home > 0).then(|| usize::from(self.home - 1))
     }
 
+    /// Where the page is, as kept: 0 unknown, else dense node index + 1.
+    pub(crate) fn home_code(&self) -> u8 {
+        self.home
+    }
+
     /// Records where the page is (dense index; nodes beyond 254 are not recorded).
     pub(crate) fn set_home(&mut self, node: usize) {
         self.home = u8::try_from(node + 1).unwrap_or(0);
