@@ -344,8 +344,9 @@ impl Carrefour {
 /// traffic) to a node drawn with probability P_node (weights: the complement of each node's
 /// share, so the least loaded node is the likeliest).
 struct Interleaving {
-    /// Each dense node's share of the traffic.
-    share: Vec<f64>,
+    /// P_migrate of a page by its home as a slot keeps it (0 unknown: 1; else dense index + 1:
+    /// that node's share of the traffic).
+    p_migrate: Vec<f64>,
     /// The memory nodes in order, with their weights.
     weights: Vec<(usize, f64)>,
 }
@@ -366,15 +367,22 @@ impl Interleaving {
             .iter()
             .map(|&n| (n, (1.0 - share.get(n).copied().unwrap_or(0.0)).max(0.0)))
             .collect();
-        Self { share, weights }
+        let p_migrate = std::iter::once(1.0).chain(share.iter().copied()).collect();
+        Self { p_migrate, weights }
     }
 
-    /// Where a page on `home` (dense index, if known) goes, if it moves.
-    fn draw(&self, rng: &mut Pcg64Mcg, home: Option<usize>) -> Option<usize> {
-        let p_migrate = home.map_or(1.0, |h| self.share.get(h).copied().unwrap_or(0.0));
+    /// Where a page on `home` (0 unknown, else dense index + 1, as a slot keeps it) goes, if
+    /// it moves.
+    fn draw(&self, rng: &mut Pcg64Mcg, home_code: u8) -> Option<usize> {
+        let p_migrate = self
+            .p_migrate
+            .get(usize::from(home_code))
+            .copied()
+            .unwrap_or(0.0);
         if rng.random::<f64>() >= p_migrate {
             return None;
         }
+        let home = home_code.checked_sub(1).map(usize::from);
         let candidates = || self.weights.iter().filter(move |&&(n, _)| Some(n) != home);
         let first = candidates().next()?.0;
         let sum: f64 = candidates().map(|&(_, w)| w).sum();
@@ -711,6 +719,10 @@ impl Policy for Carrefour {
                 })
             })
             .collect();
+        let space_odds: Vec<Option<&Interleaving>> = decision_of
+            .iter()
+            .map(|k| k.and_then(|k| odds[k].as_ref()))
+            .collect();
 
         // Page-local decisions (section 3.2.2), in two steps: every current page is given the
         // rule that applies to it (`Rule::of`, from its slot and its application's decisions
@@ -777,15 +789,10 @@ impl Policy for Carrefour {
             }
             let slot = self.pages.slot(i as usize);
             let space = PageTable::space_of_key(slot.packed_key());
-            let Some(odds) = decision_of
-                .get(space)
-                .copied()
-                .flatten()
-                .and_then(|k| odds[k].as_ref())
-            else {
+            let Some(odds) = space_odds.get(space).copied().flatten() else {
                 continue;
             };
-            if let Some(dest) = odds.draw(&mut self.rng, slot.home()) {
+            if let Some(dest) = odds.draw(&mut self.rng, slot.home_code()) {
                 let key = self.pages.page(slot.packed_key());
                 moves.push(PageMove::new(
                     PageMove::INTERLEAVE,
