@@ -186,7 +186,7 @@ impl Policy for Replicator {
         (0..6)
             .map(|i| Action::Replicate {
                 range: replica_range(i),
-                nodes: vec![NodeId(0), NodeId(1)],
+                nodes: vec![NodeId(0), NodeId(1)].into(),
             })
             .collect()
     }

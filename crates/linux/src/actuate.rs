@@ -333,7 +333,7 @@ mod tests {
             0,
             &Action::Interleave {
                 range: range(4),
-                nodes: vec![NodeId(1), NodeId(3)],
+                nodes: vec![NodeId(1), NodeId(3)].into(),
             },
         );
         assert_eq!(o.pages_done, 4);
@@ -481,7 +481,7 @@ mod tests {
             0,
             &Action::Replicate {
                 range: range(2),
-                nodes: vec![NodeId(0), NodeId(1)],
+                nodes: vec![NodeId(0), NodeId(1)].into(),
             },
         );
         assert_eq!(o.status, OutcomeStatus::Substituted);

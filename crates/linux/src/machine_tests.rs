@@ -369,11 +369,11 @@ fn replications_come_out_substituted_with_the_pages_left_unplaced_counted() {
         .apply(&[
             Action::Replicate {
                 range: placed,
-                nodes: nodes.clone(),
+                nodes: nodes.clone().into(),
             },
             Action::Replicate {
                 range: absent,
-                nodes,
+                nodes: nodes.into(),
             },
         ])
         .unwrap();

@@ -16,7 +16,7 @@ pub mod sampling;
 pub mod synthetic;
 pub mod topology;
 
-pub use action::{Action, MemPolicy, Outcome, OutcomeStatus};
+pub use action::{Action, MemPolicy, NodeList, Outcome, OutcomeStatus};
 pub use counters::{CounterGroup, Counters, Estimate, LinkCounters, NodeCounters, ThreadCounters};
 pub use ids::{CpuId, NodeId, Pid, Tid};
 pub use observation::{

@@ -43,7 +43,8 @@ use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
-    Action, CounterGroup, NodeId, Observation, PageRange, PageSize, Pid, SamplingRequest, Topology,
+    Action, CounterGroup, NodeId, NodeList, Observation, PageRange, PageSize, Pid, SamplingRequest,
+    Topology,
 };
 use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
@@ -563,7 +564,7 @@ impl PageMove {
             } else {
                 Action::Interleave {
                     range,
-                    nodes: vec![to],
+                    nodes: NodeList::from_slice(&[to]),
                 }
             });
         };
@@ -606,7 +607,7 @@ fn replications(mut pages: Vec<PageKey>, nodes: &[NodeId]) -> Vec<Action> {
             }
             _ => out.push(Action::Replicate {
                 range,
-                nodes: nodes.to_vec(),
+                nodes: NodeList::from_slice(nodes),
             }),
         }
     }

@@ -252,7 +252,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
         c.decide(&topo(), &obs),
         vec![Action::Replicate {
             range: range(0, 500),
-            nodes: nodes.clone()
+            nodes: nodes.clone().into()
         }]
     );
     // Once started, a new candidate is replicated at once; a replicated page is not redone.
@@ -271,7 +271,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
         c.decide(&topo(), &obs),
         vec![Action::Replicate {
             range: range(900, 1),
-            nodes
+            nodes: nodes.into()
         }]
     );
 }
@@ -291,7 +291,7 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
         c.decide(&topo(), &obs),
         vec![Action::Replicate {
             range: range(0, 500),
-            nodes: nodes.clone()
+            nodes: nodes.clone().into()
         }]
     );
     let mut obs = observe(Epoch {
@@ -307,7 +307,7 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
         c.decide(&topo(), &obs),
         vec![Action::Replicate {
             range: range(100, 300),
-            nodes
+            nodes: nodes.into()
         }]
     );
 }
@@ -934,7 +934,7 @@ proptest! {
             .iter()
             .map(|&(pid, start, size)| Action::Replicate {
                 range: PageRange::page_of(pid, start, size),
-                nodes: nodes.clone(),
+                nodes: nodes.clone().into(),
             })
             .collect();
         prop_assert_eq!(replications(keys, &nodes), coalesce(single));
@@ -968,7 +968,7 @@ proptest! {
                 actions.push(Action::MigratePages { range, to });
             } else {
                 keys.push(PageMove::new(PageMove::INTERLEAVE, (pid, start, size), to));
-                actions.push(Action::Interleave { range, nodes: vec![to] });
+                actions.push(Action::Interleave { range, nodes: vec![to].into() });
             }
         }
         keys.sort_unstable();

@@ -113,7 +113,13 @@ impl Oracle {
             && copies_fit
         {
             let done = accessing.iter().all(|&i| pages(i) >= range.count);
-            return Some((Action::Replicate { range, nodes }, done));
+            return Some((
+                Action::Replicate {
+                    range,
+                    nodes: nodes.into(),
+                },
+                done,
+            ));
         }
         // Balanced: no replicas, and each node within tolerance of its fair share.
         let k = accessing.len() as f64;
@@ -123,7 +129,13 @@ impl Oracle {
                 let fair = if accessing.contains(&i) { 1.0 / k } else { 0.0 };
                 (pages(i) as f64 / resident as f64 - fair).abs() <= tol
             });
-        Some((Action::Interleave { range, nodes }, balanced))
+        Some((
+            Action::Interleave {
+                range,
+                nodes: nodes.into(),
+            },
+            balanced,
+        ))
     }
 }
 
@@ -227,7 +239,7 @@ mod tests {
             run(OracleConfig::default(), vec![b.clone()]),
             vec![Action::Replicate {
                 range: r,
-                nodes: nodes(&[0, 1])
+                nodes: nodes(&[0, 1]).into()
             }]
         );
         // Replication disabled: interleave instead.
@@ -239,7 +251,7 @@ mod tests {
             run(off, vec![b]),
             vec![Action::Interleave {
                 range: r,
-                nodes: nodes(&[0, 1])
+                nodes: nodes(&[0, 1]).into()
             }]
         );
         // Written and shared by all three nodes: interleave.
@@ -248,7 +260,7 @@ mod tests {
             run(OracleConfig::default(), vec![b]),
             vec![Action::Interleave {
                 range: r,
-                nodes: nodes(&[0, 1, 2])
+                nodes: nodes(&[0, 1, 2]).into()
             }]
         );
     }
