@@ -2,7 +2,7 @@
 
 use super::*;
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{Collapse, NodeId, PageRange, PageSize, Pid};
+use rondpoint_model::{Collapse, NodeId, NodeList, PageRange, PageSize, Pid};
 use std::convert::Infallible;
 
 /// Runs for `epochs` observations, records every action applied.
@@ -186,7 +186,7 @@ impl Policy for Replicator {
         (0..6)
             .map(|i| Action::Replicate {
                 range: replica_range(i),
-                nodes: vec![NodeId(0), NodeId(1)].into(),
+                nodes: NodeList::from_slice(&[NodeId(0), NodeId(1)]),
             })
             .collect()
     }

@@ -260,8 +260,8 @@ fn move_application(
 mod tests {
     use super::*;
     use crate::sys::{Call, FakeSys};
-    use rondpoint_model::PageSize;
     use rondpoint_model::synthetic::TopologyBuilder;
+    use rondpoint_model::{NodeList, PageSize};
 
     const P: i32 = 42;
     const A: u64 = 0x7f00_0000_0000;
@@ -333,7 +333,7 @@ mod tests {
             0,
             &Action::Interleave {
                 range: range(4),
-                nodes: vec![NodeId(1), NodeId(3)].into(),
+                nodes: NodeList::from_slice(&[NodeId(1), NodeId(3)]),
             },
         );
         assert_eq!(o.pages_done, 4);
@@ -481,7 +481,7 @@ mod tests {
             0,
             &Action::Replicate {
                 range: range(2),
-                nodes: vec![NodeId(0), NodeId(1)].into(),
+                nodes: NodeList::from_slice(&[NodeId(0), NodeId(1)]),
             },
         );
         assert_eq!(o.status, OutcomeStatus::Substituted);

@@ -4,7 +4,7 @@
 use super::*;
 use crate::sys::{Call, FakeSys};
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{CpuId, PageRange};
+use rondpoint_model::{CpuId, NodeList, PageRange};
 
 const MEMHOG: Pid = Pid(4242);
 const HEAP: u64 = 0x55d4_ca1f_2000;
@@ -364,16 +364,16 @@ fn replications_come_out_substituted_with_the_pages_left_unplaced_counted() {
         .insert((MEMHOG.0, HEAP + 12288), Errno::ENOENT);
     let placed = PageRange::new(MEMHOG, HEAP, 2, size).unwrap();
     let absent = PageRange::new(MEMHOG, HEAP + 8192, 2, size).unwrap();
-    let nodes = vec![NodeId(0), NodeId(1)];
+    let nodes = NodeList::from_slice(&[NodeId(0), NodeId(1)]);
     let out = m
         .apply(&[
             Action::Replicate {
                 range: placed,
-                nodes: nodes.clone().into(),
+                nodes: nodes.clone(),
             },
             Action::Replicate {
                 range: absent,
-                nodes: nodes.into(),
+                nodes,
             },
         ])
         .unwrap();

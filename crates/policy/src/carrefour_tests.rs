@@ -234,7 +234,7 @@ fn shared_reads(pages: std::ops::Range<u64>) -> Vec<Sample> {
 #[test]
 fn replication_waits_for_500_candidates_then_replicates_them_all() {
     let mut c = carrefour();
-    let nodes: Vec<NodeId> = (0..4).map(NodeId).collect();
+    let nodes: NodeList = (0..4).map(NodeId).collect();
     let obs = observe(Epoch {
         samples: shared_reads(0..300),
         ..Epoch::default()
@@ -252,7 +252,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
         c.decide(&topo(), &obs),
         vec![Action::Replicate {
             range: range(0, 500),
-            nodes: nodes.clone().into()
+            nodes: nodes.clone()
         }]
     );
     // Once started, a new candidate is replicated at once; a replicated page is not redone.
@@ -271,7 +271,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
         c.decide(&topo(), &obs),
         vec![Action::Replicate {
             range: range(900, 1),
-            nodes: nodes.into()
+            nodes
         }]
     );
 }
@@ -282,7 +282,7 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
     // backend that cannot replicate says so for the whole action): those pages are candidates
     // again and are replicated again once sampled; the others are not redone.
     let mut c = carrefour();
-    let nodes: Vec<NodeId> = (0..4).map(NodeId).collect();
+    let nodes: NodeList = (0..4).map(NodeId).collect();
     let obs = observe(Epoch {
         samples: shared_reads(0..500),
         ..Epoch::default()
@@ -291,7 +291,7 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
         c.decide(&topo(), &obs),
         vec![Action::Replicate {
             range: range(0, 500),
-            nodes: nodes.clone().into()
+            nodes: nodes.clone()
         }]
     );
     let mut obs = observe(Epoch {
@@ -307,7 +307,7 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
         c.decide(&topo(), &obs),
         vec![Action::Replicate {
             range: range(100, 300),
-            nodes: nodes.into()
+            nodes
         }]
     );
 }
@@ -922,7 +922,7 @@ proptest! {
     fn merged_replications_are_the_coalesced_actions(
         pages in proptest::collection::hash_set((any::<bool>(), 0u64..12), 0..40),
     ) {
-        let nodes = vec![NodeId(0), NodeId(2)];
+        let nodes = NodeList::from_slice(&[NodeId(0), NodeId(2)]);
         let keys: Vec<PageKey> = pages
             .into_iter()
             .map(|(huge, page)| {
@@ -934,7 +934,7 @@ proptest! {
             .iter()
             .map(|&(pid, start, size)| Action::Replicate {
                 range: PageRange::page_of(pid, start, size),
-                nodes: nodes.clone().into(),
+                nodes: nodes.clone(),
             })
             .collect();
         prop_assert_eq!(replications(keys, &nodes), coalesce(single));
@@ -968,7 +968,7 @@ proptest! {
                 actions.push(Action::MigratePages { range, to });
             } else {
                 keys.push(PageMove::new(PageMove::INTERLEAVE, (pid, start, size), to));
-                actions.push(Action::Interleave { range, nodes: vec![to].into() });
+                actions.push(Action::Interleave { range, nodes: NodeList::from_slice(&[to]) });
             }
         }
         keys.sort_unstable();

@@ -20,7 +20,7 @@
 //! better thread placements. Only a simulator can feed it; on other backends it does nothing.
 
 use crate::Policy;
-use rondpoint_model::{AccessTruth, Action, NodeId, Observation, Pid, SamplingRequest, Topology};
+use rondpoint_model::{AccessTruth, Action, NodeList, Observation, Pid, SamplingRequest, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 
@@ -94,7 +94,7 @@ impl Oracle {
         if accessing.is_empty() || resident == 0 {
             return None;
         }
-        let nodes: Vec<NodeId> = accessing.iter().map(|&i| topology.nodes()[i].id).collect();
+        let nodes: NodeList = accessing.iter().map(|&i| topology.nodes()[i].id).collect();
         let range = block.range;
         if let [only] = accessing[..] {
             let to = nodes[0];
@@ -113,13 +113,7 @@ impl Oracle {
             && copies_fit
         {
             let done = accessing.iter().all(|&i| pages(i) >= range.count);
-            return Some((
-                Action::Replicate {
-                    range,
-                    nodes: nodes.into(),
-                },
-                done,
-            ));
+            return Some((Action::Replicate { range, nodes }, done));
         }
         // Balanced: no replicas, and each node within tolerance of its fair share.
         let k = accessing.len() as f64;
@@ -129,13 +123,7 @@ impl Oracle {
                 let fair = if accessing.contains(&i) { 1.0 / k } else { 0.0 };
                 (pages(i) as f64 / resident as f64 - fair).abs() <= tol
             });
-        Some((
-            Action::Interleave {
-                range,
-                nodes: nodes.into(),
-            },
-            balanced,
-        ))
+        Some((Action::Interleave { range, nodes }, balanced))
     }
 }
 
@@ -194,7 +182,7 @@ impl Policy for Oracle {
 mod tests {
     use super::*;
     use rondpoint_model::synthetic::TopologyBuilder;
-    use rondpoint_model::{NodeMemory, PageRange, PageSize};
+    use rondpoint_model::{NodeId, NodeMemory, PageRange, PageSize};
 
     fn block(start: u64, accesses: [f64; 3], write: f64, pages: [u64; 3]) -> AccessTruth {
         AccessTruth {
@@ -212,7 +200,7 @@ mod tests {
         }
     }
 
-    fn nodes(n: &[u16]) -> Vec<NodeId> {
+    fn nodes(n: &[u16]) -> NodeList {
         n.iter().map(|&x| NodeId(x)).collect()
     }
 
@@ -239,7 +227,7 @@ mod tests {
             run(OracleConfig::default(), vec![b.clone()]),
             vec![Action::Replicate {
                 range: r,
-                nodes: nodes(&[0, 1]).into()
+                nodes: nodes(&[0, 1])
             }]
         );
         // Replication disabled: interleave instead.
@@ -251,7 +239,7 @@ mod tests {
             run(off, vec![b]),
             vec![Action::Interleave {
                 range: r,
-                nodes: nodes(&[0, 1]).into()
+                nodes: nodes(&[0, 1])
             }]
         );
         // Written and shared by all three nodes: interleave.
@@ -260,7 +248,7 @@ mod tests {
             run(OracleConfig::default(), vec![b]),
             vec![Action::Interleave {
                 range: r,
-                nodes: nodes(&[0, 1, 2]).into()
+                nodes: nodes(&[0, 1, 2])
             }]
         );
     }
