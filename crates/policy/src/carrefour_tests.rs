@@ -231,10 +231,17 @@ fn shared_reads(pages: std::ops::Range<u64>) -> Vec<Sample> {
         .collect()
 }
 
+/// The action replicating pages `start..start + count` on all four nodes of [`topo`].
+fn replicated_everywhere(start: u64, count: u64) -> Vec<Action> {
+    vec![Action::Replicate {
+        range: range(start, count),
+        nodes: (0..4).map(NodeId).collect(),
+    }]
+}
+
 #[test]
 fn replication_waits_for_500_candidates_then_replicates_them_all() {
     let mut c = carrefour();
-    let nodes: NodeList = (0..4).map(NodeId).collect();
     let obs = observe(Epoch {
         samples: shared_reads(0..300),
         ..Epoch::default()
@@ -248,13 +255,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
         samples: shared_reads(200..500),
         ..Epoch::default()
     });
-    assert_eq!(
-        c.decide(&topo(), &obs),
-        vec![Action::Replicate {
-            range: range(0, 500),
-            nodes: nodes.clone()
-        }]
-    );
+    assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(0, 500));
     // Once started, a new candidate is replicated at once; a replicated page is not redone.
     let obs = observe(Epoch {
         samples: [
@@ -267,13 +268,7 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
         .concat(),
         ..Epoch::default()
     });
-    assert_eq!(
-        c.decide(&topo(), &obs),
-        vec![Action::Replicate {
-            range: range(900, 1),
-            nodes
-        }]
-    );
+    assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(900, 1));
 }
 
 #[test]
@@ -282,18 +277,11 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
     // backend that cannot replicate says so for the whole action): those pages are candidates
     // again and are replicated again once sampled; the others are not redone.
     let mut c = carrefour();
-    let nodes: NodeList = (0..4).map(NodeId).collect();
     let obs = observe(Epoch {
         samples: shared_reads(0..500),
         ..Epoch::default()
     });
-    assert_eq!(
-        c.decide(&topo(), &obs),
-        vec![Action::Replicate {
-            range: range(0, 500),
-            nodes: nodes.clone()
-        }]
-    );
+    assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(0, 500));
     let mut obs = observe(Epoch {
         samples: shared_reads(0..500),
         collapses: vec![Collapse {
@@ -303,13 +291,7 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
         ..Epoch::default()
     });
     obs.epoch = 1;
-    assert_eq!(
-        c.decide(&topo(), &obs),
-        vec![Action::Replicate {
-            range: range(100, 300),
-            nodes
-        }]
-    );
+    assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(100, 300));
 }
 
 #[test]
