@@ -414,29 +414,18 @@ fn main() -> Result<()> {
                     .map(|block| m.tally(block))
                     .collect())
             };
-            // Late block threads are started, and waited for, by a manager thread.
-            let join: Box<dyn FnOnce()> = if late > 0.0 {
-                let manager = std::thread::spawn(move || {
-                    std::thread::sleep(Duration::from_secs_f64(late));
-                    for h in start() {
-                        let _ = h.join();
-                    }
-                });
-                Box::new(move || {
-                    let _ = manager.join();
-                })
-            } else {
-                let handles = start();
-                Box::new(move || {
-                    for h in handles {
-                        let _ = h.join();
-                    }
-                })
-            };
+            // The block threads are started (after `late` seconds) and waited for by a manager
+            // thread.
+            let manager = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs_f64(late));
+                for h in start() {
+                    let _ = h.join();
+                }
+            });
             std::thread::sleep(Duration::from_secs_f64(late + secs));
             let placements = measure();
             stop.store(true, Ordering::Relaxed);
-            join();
+            let _ = manager.join();
             for (node, p) in placements?.iter().enumerate() {
                 println!("{}", line(&format!("block {node}"), p));
             }
