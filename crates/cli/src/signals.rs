@@ -2,7 +2,9 @@
 
 use anyhow::{Context, Result};
 use rondpoint_engine::Machine;
-use rondpoint_model::{Action, Observation, Outcome, ProcessInfo, SamplingRequest, Topology};
+use rondpoint_model::{
+    Action, Observation, Outcome, ProcessInfo, Sample, SamplingRequest, Topology,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -76,6 +78,10 @@ impl<M: Machine, F: FnMut(&mut M)> Machine for Signalled<M, F> {
 
     fn poll_finished(&mut self) -> bool {
         self.check() || self.inner.poll_finished()
+    }
+
+    fn drain_samples(&mut self, out: &mut Vec<Sample>) {
+        self.inner.drain_samples(out);
     }
 
     fn set_sampling(&mut self, request: &SamplingRequest) {

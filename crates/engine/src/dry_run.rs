@@ -1,7 +1,9 @@
 //! A machine wrapper that observes for real and applies nothing.
 
 use crate::Machine;
-use rondpoint_model::{Action, Observation, Outcome, ProcessInfo, SamplingRequest, Topology};
+use rondpoint_model::{
+    Action, Observation, Outcome, ProcessInfo, Sample, SamplingRequest, Topology,
+};
 
 /// Wraps a machine: observations pass through, actions are logged and reported as skipped.
 #[derive(Debug)]
@@ -46,6 +48,10 @@ impl<M: Machine> Machine for DryRun<M> {
 
     fn observe(&mut self, until_ns: u64) -> Result<Observation, Self::Error> {
         self.inner.observe(until_ns)
+    }
+
+    fn drain_samples(&mut self, out: &mut Vec<Sample>) {
+        self.inner.drain_samples(out);
     }
 
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Self::Error> {

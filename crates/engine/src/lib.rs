@@ -3,7 +3,10 @@
 //! The engine owns time. Each epoch it lets the machine run until the next epoch boundary on
 //! its [`Clock`] (a simulated machine simulates up to it; a live machine waits for it), hands
 //! the observation to the policy, admits the policy's actions through the rate limits, has the
-//! machine carry them out, and accounts for every outcome.
+//! machine carry them out, and accounts for every outcome. While a wall clock waits an epoch
+//! out, the samples the machine can drain are handed to the policy as they come
+//! ([`Machine::drain_samples`], [`Policy::ingest`]), so that the decision at the epoch's end
+//! need not count them all.
 
 mod clock;
 mod dry_run;
@@ -15,7 +18,8 @@ pub use dry_run::DryRun;
 pub use limits::RateLimits;
 
 use rondpoint_model::{
-    Action, Collapse, Observation, Outcome, OutcomeStatus, ProcessInfo, SamplingRequest, Topology,
+    Action, Collapse, Observation, Outcome, OutcomeStatus, ProcessInfo, Sample, SamplingRequest,
+    Topology,
 };
 use rondpoint_policy::Policy;
 use serde::Serialize;
@@ -34,7 +38,19 @@ pub trait Machine {
 
     /// Lets the machine run until `until_ns` on the engine's clock and reports what was seen
     /// since the previous call. A simulated machine may stop early when every program is done.
+    /// Observations are numbered from 0, one more each call (`Observation::epoch`; the engine
+    /// sets the number it counts).
     fn observe(&mut self, until_ns: u64) -> Result<Observation, Self::Error>;
+
+    /// Appends to `out` the samples taken since the last drain or observation, for the policy
+    /// to count during the epoch (the engine asks each time its clock wakes while waiting an
+    /// epoch out: every 25 ms on a wall clock, never on a virtual one). Every sample drained
+    /// during an epoch is also in that epoch's observation, first and in the order drained,
+    /// so that observations stay whole (for recording, and for policies that count at the
+    /// epoch's end). By default nothing is drained: the observation brings every sample.
+    fn drain_samples(&mut self, out: &mut Vec<Sample>) {
+        let _ = out;
+    }
 
     /// Carries out actions, in order, and reports one outcome per action.
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Self::Error>;
@@ -216,11 +232,25 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     let mut epoch = 0u64;
     // Replications carried out by no one, told to the policy with the next observation.
     let mut unmade: Vec<Collapse> = Vec::new();
+    let mut drained: Vec<Sample> = Vec::new();
     while !machine.finished() {
         let target = clock.now_ns().saturating_add(config.epoch_ns);
-        clock.wait_until_or(target, &mut || machine.poll_finished());
+        clock.wait_until_or(target, &mut || {
+            if machine.poll_finished() {
+                return true;
+            }
+            drained.clear();
+            machine.drain_samples(&mut drained);
+            if !drained.is_empty() {
+                policy.ingest(machine.topology(), epoch, &drained);
+            }
+            false
+        });
         let until = clock.now_ns();
         let mut observation = machine.observe(until).map_err(boxed)?;
+        // The engine numbers the epochs (the policy was given this number with the samples
+        // drained during the epoch); a machine's own count, from 0, agrees.
+        observation.epoch = epoch;
         observation.collapses.append(&mut unmade);
         acct.samples_seen += observation.samples.len() as u64;
         let wanted = policy.decide(machine.topology(), &observation);

@@ -369,3 +369,167 @@ fn pages_that_failed_are_accounted_by_reason() {
             .collect()
     );
 }
+
+/// A clock that wakes `wakes` times on its way to each target (as a wall clock wakes every
+/// 25 ms), and no more once `done` says so.
+struct Waking {
+    now: u64,
+    wakes: u64,
+}
+
+impl Clock for Waking {
+    fn now_ns(&self) -> u64 {
+        self.now
+    }
+    fn wait_until(&mut self, t_ns: u64) {
+        self.now = self.now.max(t_ns);
+    }
+    fn wait_until_or(&mut self, t_ns: u64, done: &mut dyn FnMut() -> bool) {
+        let start = self.now;
+        for k in 1..=self.wakes {
+            self.now = start + (t_ns - start) * k / (self.wakes + 1);
+            if done() {
+                return;
+            }
+        }
+        self.now = t_ns;
+    }
+}
+
+/// [`Fake`] with a sampler: one sample taken at each drain and one more at each observation,
+/// each on its own page (numbered in order); an observation holds the epoch's drained samples,
+/// then its own. Its programs finish when `finish_at` samples have been taken.
+struct Sampled {
+    fake: Fake,
+    taken: u64,
+    drained: Vec<Sample>,
+    finish_at: u64,
+}
+
+impl Sampled {
+    fn take(&mut self) -> Sample {
+        self.taken += 1;
+        Sample {
+            pid: Pid(1),
+            tid: rondpoint_model::Tid(1),
+            cpu: rondpoint_model::CpuId(0),
+            node: NodeId(0),
+            addr: self.taken * 4096,
+            page_size: PageSize::Base4K,
+            kind: rondpoint_model::AccessKind::Read,
+            source: rondpoint_model::SampleSource::PageFault,
+            latency_cycles: None,
+            dram: None,
+            home_node: None,
+        }
+    }
+}
+
+impl Machine for Sampled {
+    type Error = Infallible;
+    fn topology(&self) -> &Topology {
+        self.fake.topology()
+    }
+    fn processes(&self) -> Vec<ProcessInfo> {
+        self.fake.processes()
+    }
+    fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {
+        let mut obs = self.fake.observe(until_ns)?;
+        let last = self.take();
+        obs.samples = std::mem::take(&mut self.drained);
+        obs.samples.push(last);
+        Ok(obs)
+    }
+    fn drain_samples(&mut self, out: &mut Vec<Sample>) {
+        let s = self.take();
+        self.drained.push(s);
+        out.push(s);
+    }
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
+        self.fake.apply(actions)
+    }
+    fn finished(&self) -> bool {
+        self.fake.finished()
+    }
+    fn poll_finished(&mut self) -> bool {
+        self.taken >= self.finish_at || self.fake.finished()
+    }
+}
+
+/// Records the pages (numbers) of the samples it is given, with the epoch, by `ingest` and by
+/// `decide`.
+#[derive(Default)]
+struct Counts {
+    ingested: Vec<(u64, Vec<u64>)>,
+    decided: Vec<(u64, Vec<u64>)>,
+}
+
+fn numbers(samples: &[Sample]) -> Vec<u64> {
+    samples.iter().map(|s| s.addr / 4096).collect()
+}
+
+impl Policy for Counts {
+    fn name(&self) -> &str {
+        "counts"
+    }
+    fn ingest(&mut self, _: &Topology, epoch: u64, samples: &[Sample]) {
+        self.ingested.push((epoch, numbers(samples)));
+    }
+    fn decide(&mut self, _: &Topology, obs: &Observation) -> Vec<Action> {
+        self.decided.push((obs.epoch, numbers(&obs.samples)));
+        Vec::new()
+    }
+}
+
+#[test]
+fn samples_drained_while_an_epoch_runs_reach_the_policy_before_its_observation() {
+    let sampled = |epochs, finish_at| Sampled {
+        fake: Fake::new(epochs),
+        taken: 0,
+        drained: Vec::new(),
+        finish_at,
+    };
+    let mut p = Counts::default();
+    let mut m = sampled(2, u64::MAX);
+    let acct = run(
+        &mut m,
+        &mut p,
+        &mut Waking { now: 0, wakes: 2 },
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        p.ingested,
+        vec![(0, vec![1]), (0, vec![2]), (1, vec![4]), (1, vec![5])]
+    );
+    assert_eq!(p.decided, vec![(0, vec![1, 2, 3]), (1, vec![4, 5, 6])]);
+    assert_eq!(acct.samples_seen, 6, "each sample accounted once");
+
+    // Through a dry run too; and once the programs finish, the epoch ends without another
+    // drain (the machine finishes on its second sample).
+    let mut p = Counts::default();
+    run(
+        &mut DryRun::new(sampled(1, 2)),
+        &mut p,
+        &mut Waking { now: 0, wakes: 5 },
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(p.ingested, vec![(0, vec![1]), (0, vec![2])]);
+    assert_eq!(p.decided, vec![(0, vec![1, 2, 3])]);
+
+    // A virtual clock does not wake: the observation brings every sample.
+    let mut p = Counts::default();
+    run(
+        &mut sampled(1, u64::MAX),
+        &mut p,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert!(p.ingested.is_empty());
+    assert_eq!(p.decided, vec![(0, vec![1])]);
+}

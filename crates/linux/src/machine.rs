@@ -80,7 +80,8 @@ impl Selection {
 pub struct LiveConfig {
     pub sysfs_root: PathBuf,
     pub proc_root: PathBuf,
-    /// Most distinct sampled pages whose node is queried per epoch.
+    /// Most sampled pages whose node is queried per epoch (once per drain of the rings that
+    /// samples them: a page sampled in two of an epoch's drains counts twice).
     pub max_queried_pages: usize,
     /// Data pages of each perf ring buffer (a power of two).
     pub ring_pages: usize,
@@ -140,6 +141,9 @@ enum SamplerTarget {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct LiveStats {
     pub samples: u64,
+    /// Of `samples`, those drained from the rings during an epoch (handed to the policy as
+    /// they came) rather than at its end.
+    pub samples_drained: u64,
     pub lost_samples: u64,
     /// Times the kernel throttled the sampler (PERF_RECORD_THROTTLE: more samples per tick
     /// than kernel.perf_event_max_sample_rate allows); samples are dropped uncounted then.
@@ -192,6 +196,11 @@ pub struct LinuxMachine<S: Sys> {
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: HashMap<(Pid, u64), NodeId>,
+    /// The samples drained during the current epoch (the engine's drains), which its
+    /// observation lists first.
+    drained: Vec<Sample>,
+    /// Pages whose node was queried during the current epoch (at most `max_queried_pages`).
+    queried: usize,
     /// /proc/vmstat's (numa_hint_faults, numa_pages_migrated) when rondpoint started.
     balancing_at_start: Option<(u64, u64)>,
     cpu_ticks: HashMap<(Pid, Tid), u64>,
@@ -232,6 +241,8 @@ impl<S: Sys> LinuxMachine<S> {
             balancing_at_start: None,
             thp: HashMap::new(),
             last_seen_node: HashMap::new(),
+            drained: Vec::new(),
+            queried: 0,
             cpu_ticks: HashMap::new(),
             epoch: 0,
             epoch_start: Instant::now(),
@@ -672,14 +683,16 @@ impl<S: Sys> LinuxMachine<S> {
         out
     }
 
-    /// Where each sampled page is now (one move_pages query per process, bounded).
+    /// Where each sampled page is now (one move_pages query per process, within what is left
+    /// of the epoch's `max_queried_pages`).
     fn fill_home_nodes(&mut self, samples: &mut [Sample]) {
         let mut pages: BTreeMap<Pid, BTreeSet<u64>> = BTreeMap::new();
-        let mut budget = self.config.max_queried_pages;
+        let mut budget = self.config.max_queried_pages.saturating_sub(self.queried);
         for s in samples.iter() {
             let set = pages.entry(s.pid).or_default();
             if budget > 0 && set.insert(s.page()) {
                 budget -= 1;
+                self.queried += 1;
             }
         }
         let mut home: HashMap<(Pid, u64), NodeId> = HashMap::new();
@@ -951,8 +964,11 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 }
             }
         }
-        let samples = self.collect_samples();
-        self.stats.samples += samples.len() as u64;
+        let tail = self.collect_samples();
+        self.stats.samples += tail.len() as u64;
+        let mut samples = std::mem::take(&mut self.drained);
+        samples.extend(tail);
+        self.queried = 0;
         let now = Instant::now();
         let duration_ns =
             u64::try_from(now.duration_since(self.epoch_start).as_nanos()).unwrap_or(u64::MAX);
@@ -1091,6 +1107,18 @@ impl<S: Sys> Machine for LinuxMachine<S> {
     fn poll_finished(&mut self) -> bool {
         self.check_exit();
         self.finished()
+    }
+
+    /// Drains the perf rings during the epoch: fewer samples are lost to full rings, and the
+    /// policy counts them as they come. Each sample gets its page's node from a query made
+    /// now (closer to the access than one at the epoch's end), and its page size from the
+    /// THP mappings read at the last observation.
+    fn drain_samples(&mut self, out: &mut Vec<Sample>) {
+        let fresh = self.collect_samples();
+        self.stats.samples += fresh.len() as u64;
+        self.stats.samples_drained += fresh.len() as u64;
+        out.extend_from_slice(&fresh);
+        self.drained.extend(fresh);
     }
 
     fn set_sampling(&mut self, request: &SamplingRequest) {

@@ -310,6 +310,77 @@ fn samples_get_their_node_from_the_cpu_and_their_page_node_from_a_query() {
 }
 
 #[test]
+fn samples_drained_during_the_epoch_come_first_in_its_observation() {
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[(HEAP, 1), (HEAP + 4096, 3)])
+        .with_process(5000, &[]);
+    let mut m = LinuxMachine::to_manage(
+        sys,
+        topo(),
+        LiveConfig {
+            max_queried_pages: 1,
+            ..config()
+        },
+        vec![MEMHOG],
+    );
+    m.set_sampling(&sampling());
+    // fd 100 is the first event opened (4242 on CPU 0). A drain during the epoch turns its
+    // records into samples, with their page's node queried now.
+    m.sys
+        .ring_bytes
+        .insert(100, record(4242, 4244, HEAP + 0x10, 9));
+    let mut out = Vec::new();
+    m.drain_samples(&mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (out[0].addr, out[0].node, out[0].home_node),
+        (HEAP + 0x10, NodeId(2), Some(NodeId(1)))
+    );
+    // Nothing new: nothing drained, nothing queried.
+    let queries = |m: &LinuxMachine<FakeSys>| {
+        m.sys()
+            .calls
+            .iter()
+            .filter(|c| matches!(c, Call::MovePages { .. }))
+            .count()
+    };
+    m.drain_samples(&mut out);
+    assert_eq!((out.len(), queries(&m)), (1, 1));
+    // The observation lists the drained sample first, then what was left in the rings; the
+    // epoch's one query was spent by the drain, so the second page's node is not known.
+    m.sys
+        .ring_bytes
+        .insert(100, record(4242, 4243, HEAP + 4096, 1));
+    let obs = m.observe(0).unwrap();
+    let seen: Vec<(u64, Option<NodeId>)> =
+        obs.samples.iter().map(|s| (s.addr, s.home_node)).collect();
+    assert_eq!(
+        seen,
+        vec![(HEAP + 0x10, Some(NodeId(1))), (HEAP + 4096, None)]
+    );
+    assert_eq!(m.stats().samples, 2, "each sample counted once");
+    assert_eq!(m.stats().samples_drained, 1);
+    // The counters estimated from the samples place the one whose page node is known.
+    let served: u64 = obs
+        .counters
+        .nodes
+        .iter()
+        .flat_map(|n| &n.dram_accesses_by_source)
+        .sum();
+    assert_eq!(
+        served, 1,
+        "only the sample with a known page node is placed"
+    );
+    // A new epoch has a new budget.
+    m.sys
+        .ring_bytes
+        .insert(100, record(4242, 4243, HEAP + 4096, 1));
+    let obs = m.observe(0).unwrap();
+    assert_eq!(obs.samples[0].home_node, Some(NodeId(3)));
+    assert_eq!(obs.epoch, 1);
+}
+
+#[test]
 fn actions_on_processes_it_does_not_manage_are_refused_without_a_system_call() {
     let sys = FakeSys::new().with_process(MEMHOG.0, &[(HEAP, 0)]);
     let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);

@@ -43,8 +43,8 @@ use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
-    Action, CounterGroup, NodeId, NodeList, Observation, PageRange, PageSize, Pid, SamplingRequest,
-    Topology,
+    Action, CounterGroup, NodeId, NodeList, Observation, PageRange, PageSize, Pid, Sample,
+    SamplingRequest, Topology,
 };
 use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
@@ -201,6 +201,18 @@ pub struct Carrefour {
     last_decisions: Vec<AppDecision>,
     /// Room for the lists of pages under each page-local rule, kept from epoch to epoch.
     scratch: Vec<u32>,
+    /// The samples of the current epoch counted so far (delivered during it: `ingest`).
+    counted: Option<Counted>,
+}
+
+/// How far the samples of an epoch have been counted before its decision.
+#[derive(Debug)]
+struct Counted {
+    epoch: u64,
+    /// Samples counted: the first this many of the epoch's observation.
+    samples: usize,
+    /// Their tallies by process.
+    tallies: SampleTallies,
 }
 
 impl Carrefour {
@@ -261,6 +273,7 @@ impl Carrefour {
             last_global: None,
             last_decisions: Vec::new(),
             scratch: Vec::new(),
+            counted: None,
             cfg,
         })
     }
@@ -316,27 +329,50 @@ impl Carrefour {
         self.cfg.techniques.contains(&t)
     }
 
-    /// Folds the epoch's samples into per-page statistics (at most `max_tracked_pages`), and
-    /// tallies them by process on the way (for the per-application metrics).
-    fn ingest(&mut self, topology: &Topology, obs: &Observation) -> SampleTallies {
-        self.pages.begin_epoch(
-            obs.epoch,
-            self.cfg.fault_sample_window_epochs,
-            self.cfg.fault_sample_window_max_epochs,
-        );
+    /// Folds samples of epoch `epoch` into per-page statistics (at most `max_tracked_pages`),
+    /// and tallies them by process on the way (for the per-application metrics). The first
+    /// samples of an epoch start it: the statistics of earlier epochs go out of date.
+    fn count(&mut self, topology: &Topology, epoch: u64, samples: &[Sample]) {
+        let mut counted = match self.counted.take() {
+            Some(c) if c.epoch == epoch => c,
+            _ => {
+                self.pages.begin_epoch(
+                    epoch,
+                    self.cfg.fault_sample_window_epochs,
+                    self.cfg.fault_sample_window_max_epochs,
+                );
+                if self.faulted.len() > self.cfg.max_tracked_pages.saturating_mul(4) {
+                    self.faulted = FxHashSet::default();
+                }
+                Counted {
+                    epoch,
+                    samples: 0,
+                    tallies: SampleTallies::default(),
+                }
+            }
+        };
         let dense = DenseNodes::new(topology);
-        if self.faulted.len() > self.cfg.max_tracked_pages.saturating_mul(4) {
-            self.faulted = FxHashSet::default();
-        }
-        let mut tallies = SampleTallies::default();
         self.pages.count(
-            &obs.samples,
+            samples,
             &dense,
             &mut self.faulted,
             self.cfg.max_tracked_pages,
-            &mut tallies,
+            &mut counted.tallies,
         );
-        tallies
+        counted.samples += samples.len();
+        self.counted = Some(counted);
+    }
+
+    /// Counts what of the observation's samples was not counted during the epoch, and returns
+    /// the tallies of all of them.
+    fn count_rest(&mut self, topology: &Topology, obs: &Observation) -> SampleTallies {
+        let done = self
+            .counted
+            .as_ref()
+            .filter(|c| c.epoch == obs.epoch)
+            .map_or(0, |c| c.samples.min(obs.samples.len()));
+        self.count(topology, obs.epoch, &obs.samples[done..]);
+        self.counted.take().map(|c| c.tallies).unwrap_or_default()
     }
 }
 
@@ -626,10 +662,16 @@ impl Policy for Carrefour {
         }
     }
 
+    /// Counts samples as they are delivered during the epoch (the paper counts them in the
+    /// IBS interrupt handler), so that the decision at its end counts only the rest.
+    fn ingest(&mut self, topology: &Topology, epoch: u64, samples: &[Sample]) {
+        self.count(topology, epoch, samples);
+    }
+
     fn decide(&mut self, topology: &Topology, obs: &Observation) -> Vec<Action> {
         let n = topology.len();
         let global = metrics::global(obs);
-        let tallies = self.ingest(topology, obs);
+        let tallies = self.count_rest(topology, obs);
         let apps = metrics::per_app_with(obs, topology, tallies);
         for c in &obs.collapses {
             let size = c.page.page_size.bytes();

@@ -641,6 +641,69 @@ proptest! {
     }
 }
 
+/// Samples of two processes (the second one, `PID + 1`, runs on no listed thread), with
+/// writes and hinting faults among them.
+fn arb_mixed_samples() -> impl Strategy<Value = Vec<Sample>> {
+    let one = (0u64..40, 0u16..4, 0u16..4, 0u8..8, any::<bool>());
+    proptest::collection::vec(one, 0..200).prop_map(|v| {
+        v.into_iter()
+            .map(|(p, n, h, kind, other)| {
+                let s = if kind == 0 {
+                    hinting_fault(p, n, h)
+                } else {
+                    sample(page(p), n, h, kind == 1)
+                };
+                Sample {
+                    pid: if other { Pid(PID.0 + 1) } else { PID },
+                    ..s
+                }
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    /// Samples counted as a backend delivers them during the epoch (`ingest`, in batches cut
+    /// anywhere, the rest left to `decide`) give the decisions and statistics of the same
+    /// samples counted all at once at the epoch's end, epoch after epoch.
+    #[test]
+    fn samples_delivered_during_the_epoch_decide_as_if_counted_at_its_end(
+        epochs in proptest::collection::vec(
+            (arb_mixed_samples(), proptest::collection::vec(0.0f64..=1.0, 0..4), 1u64..3),
+            1..5,
+        ),
+    ) {
+        let (mut whole, mut delivered) = (carrefour(), carrefour());
+        let mut number = 0;
+        for (samples, cuts, step) in epochs {
+            let mut cuts: Vec<usize> =
+                cuts.iter().map(|f| (f * samples.len() as f64) as usize).collect();
+            cuts.sort_unstable();
+            let mut obs = observe(Epoch { samples, ..Epoch::default() });
+            obs.epoch = number;
+            let mut from = 0;
+            for &to in &cuts {
+                delivered.ingest(&topo(), number, &obs.samples[from..to]);
+                from = to;
+            }
+            let expected = whole.decide(&topo(), &obs);
+            prop_assert_eq!(delivered.decide(&topo(), &obs), expected, "epoch {}", number);
+            prop_assert_eq!(delivered.last_decisions(), whole.last_decisions());
+            prop_assert_eq!(delivered.sampling(), whole.sampling());
+            prop_assert_eq!(delivered.tracked_pages(), whole.tracked_pages());
+            for pid in [PID, Pid(PID.0 + 1)] {
+                for p in 0..40 {
+                    prop_assert_eq!(
+                        delivered.page_stats(pid, page(p), PageSize::Base4K),
+                        whole.page_stats(pid, page(p), PageSize::Base4K)
+                    );
+                }
+            }
+            number += step;
+        }
+    }
+}
+
 #[test]
 fn interleave_destinations_follow_p_node() {
     // Traffic served: node 0 60%, node 1 10%, node 2 10%, node 3 20%. Pages on node 0 move away

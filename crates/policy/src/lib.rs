@@ -12,7 +12,7 @@ pub mod carrefour;
 pub mod metrics;
 pub mod oracle;
 
-use rondpoint_model::{Action, Observation, ProcessInfo, SamplingRequest, Topology};
+use rondpoint_model::{Action, Observation, ProcessInfo, Sample, SamplingRequest, Topology};
 use thiserror::Error;
 
 /// A placement policy.
@@ -24,6 +24,17 @@ pub trait Policy {
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
         let _ = (topology, processes);
         Vec::new()
+    }
+
+    /// Samples of epoch `epoch` delivered before its end, as a backend drains its sampler
+    /// during the epoch (the engine hands them over while it waits the epoch out). They are
+    /// the first samples of that epoch's observation, in the same order: `decide` sees them
+    /// again in `observation.samples`, so a policy that counts them here counts only the rest
+    /// there, and one that ignores them (the default) loses nothing. A policy gains from this
+    /// when counting is most of its decision (Carrefour: the paper counts each IBS sample in
+    /// its interrupt handler, and decides once a second on what was counted).
+    fn ingest(&mut self, topology: &Topology, epoch: u64, samples: &[Sample]) {
+        let _ = (topology, epoch, samples);
     }
 
     /// Decisions at the end of an epoch.

@@ -246,8 +246,10 @@ pub fn render(r: &RunReport) -> String {
     );
     let _ = writeln!(
         out,
-        "   {:>12}   samples ({} lost, sampler throttled {} times), from {}",
+        "   {:>12}   samples ({} drained during epochs, {} lost, sampler throttled {} times), \
+         from {}",
         r.stats.samples,
+        r.stats.samples_drained,
         r.stats.lost_samples,
         r.stats.sampler_throttled,
         r.signals.sampler.as_deref().unwrap_or("no sampler")

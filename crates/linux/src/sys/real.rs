@@ -264,7 +264,12 @@ impl Sys for RealSys {
         a.set_exclude_hv(1);
         a.set_precise_ip(u64::from(attr.precise_ip));
         if attr.ring_pages > 0 {
-            a.__bindgen_anon_2.wakeup_events = 1;
+            // Nothing polls the ring (it is drained on the engine's clock), so the kernel is
+            // asked to wake readers only once half of it is written: a wakeup per sample costs
+            // the sampled program an interrupt work item at every sample.
+            a.set_watermark(1);
+            a.__bindgen_anon_2.wakeup_watermark =
+                u32::try_from(attr.ring_pages * page_size() / 2).unwrap_or(u32::MAX);
         }
         // SAFETY: `a` is a fully initialised perf_event_attr whose `size` is its own size; the
         // kernel only reads it. group_fd -1 opens a group leader; cpu -1 follows the task.
