@@ -1,6 +1,7 @@
 //! What a policy asks for, and what a backend reports it did.
 
 use crate::ids::{CpuId, NodeId, Pid, Tid};
+use crate::observation::PolicyMode;
 use crate::page::PageRange;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,31 @@ pub enum MemPolicy {
     WeightedInterleave {
         weights: Vec<(NodeId, u8)>,
     },
+}
+
+impl MemPolicy {
+    /// The nodes the policy names (none for the default; a weighted interleave's nodes in
+    /// the order of its weights, zero weights included).
+    pub fn nodes(&self) -> Vec<NodeId> {
+        match self {
+            MemPolicy::Default => Vec::new(),
+            MemPolicy::Bind { nodes }
+            | MemPolicy::Interleave { nodes }
+            | MemPolicy::PreferredMany { nodes } => nodes.clone(),
+            MemPolicy::WeightedInterleave { weights } => weights.iter().map(|w| w.0).collect(),
+        }
+    }
+
+    /// The mode as a kernel lists it in numa_maps (`None` for the default policy).
+    pub fn mode(&self) -> Option<PolicyMode> {
+        Some(match self {
+            MemPolicy::Default => return None,
+            MemPolicy::Bind { .. } => PolicyMode::Bind,
+            MemPolicy::Interleave { .. } => PolicyMode::Interleave,
+            MemPolicy::PreferredMany { .. } => PolicyMode::PreferMany,
+            MemPolicy::WeightedInterleave { .. } => PolicyMode::WeightedInterleave,
+        })
+    }
 }
 
 /// The nodes of an interleaving or a replication: up to four kept inline, more on the heap.

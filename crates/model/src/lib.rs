@@ -8,6 +8,7 @@
 pub mod action;
 pub mod counters;
 pub mod cpulist;
+pub mod draw;
 pub mod ids;
 pub mod observation;
 pub mod page;

@@ -42,6 +42,7 @@ use crate::metrics::{self, AppMetrics, DenseNodes, GlobalMetrics, SampleTallies}
 use crate::{Policy, PolicyError};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
+use rondpoint_model::draw::weighted_index;
 use rondpoint_model::{
     Action, CounterGroup, NodeId, NodeList, Observation, PageRange, PageSize, Pid, Sample,
     SamplingRequest, Topology,
@@ -426,16 +427,9 @@ impl Interleaving {
         if sum <= 0.0 {
             return Some(first);
         }
-        let mut x = rng.random::<f64>() * sum;
-        let mut chosen = first;
-        for &(n, w) in candidates() {
-            chosen = n;
-            if x < w {
-                break;
-            }
-            x -= w;
-        }
-        Some(chosen)
+        let u = rng.random::<f64>();
+        let pick = weighted_index(candidates().map(|&(_, w)| w), u)?;
+        candidates().nth(pick).map(|&(n, _)| n)
     }
 }
 

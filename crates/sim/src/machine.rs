@@ -16,11 +16,12 @@ use crate::spec::MachineSpec;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_engine::Machine;
+use rondpoint_model::draw::weighted_index;
 use rondpoint_model::{
     AccessKind, AccessTruth, Action, Collapse, Counters, CpuId, HintingScan, LinkCounters,
     MappingPolicy, MemPolicy, NodeCounters, NodeId, NodeMemory, Observation, Outcome,
-    OutcomeStatus, PageRange, PageSize, Pid, PolicyMode, ProcessInfo, Sample, SampleSource,
-    SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
+    OutcomeStatus, PageRange, PageSize, Pid, ProcessInfo, Sample, SampleSource, SamplingRequest,
+    ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use thiserror::Error;
 
@@ -790,7 +791,6 @@ impl SimMachine {
         self.totals.samples += kept as u64;
         let shares = self.current_shares(t);
         let blocks = self.blocks_of(t, &shares);
-        let total_w: f64 = blocks.iter().map(|b| b.2).sum();
         let th = &self.threads[t];
         let (ai, h, tid, cpu) = (
             th.app,
@@ -799,16 +799,11 @@ impl SimMachine {
             self.spec.cores[th.core].cpu,
         );
         for _ in 0..kept {
-            let mut x = self.rng.random::<f64>() * total_w;
-            let mut pick = blocks[0];
-            for &b in &blocks {
-                pick = b;
-                if x < b.2 {
-                    break;
-                }
-                x -= b.2;
-            }
-            let (ri, b, _) = pick;
+            let u = self.rng.random::<f64>();
+            let Some(pick) = weighted_index(blocks.iter().map(|b| b.2), u) else {
+                continue;
+            };
+            let (ri, b, _) = blocks[pick];
             let region = &self.apps[ai].regions[ri];
             let (start, end) = region.block_range(b);
             if end <= start {
@@ -927,15 +922,8 @@ impl SimMachine {
                 if sum <= 0.0 || self.rng.random::<f64>() >= 1.0 - (-sum * period_ns).exp() {
                     continue;
                 }
-                let mut x = self.rng.random::<f64>() * sum;
-                let mut pick = 0;
-                for (k, &r) in rates.iter().enumerate() {
-                    pick = k;
-                    if x < r {
-                        break;
-                    }
-                    x -= r;
-                }
+                let u = self.rng.random::<f64>();
+                let pick = weighted_index(rates.iter().copied(), u).unwrap_or(0);
                 let t = runners[pick].0;
                 let home = if here == REPLICATED {
                     self.node_of_thread(t)
@@ -1194,7 +1182,8 @@ impl SimMachine {
                 let Some(ai) = self.app_of(*pid) else {
                     return Outcome::skipped(index, 0, format!("no process {pid}"));
                 };
-                if let Some(bad) = policy_nodes(policy)
+                if let Some(bad) = policy
+                    .nodes()
                     .iter()
                     .find(|id| self.node_index(**id).is_none())
                 {
@@ -1492,12 +1481,8 @@ fn zipf_rank(rng: &mut Pcg64Mcg, n: u64, s: f64) -> u64 {
 /// An application's memory policy as the mapping policies a kernel would list (the sim sets one
 /// policy per application, at launch, so it covers every region; none for the default).
 fn mapping_policies(p: &MemPolicy, regions: &[Region]) -> Vec<MappingPolicy> {
-    let mode = match p {
-        MemPolicy::Default => return Vec::new(),
-        MemPolicy::Bind { .. } => PolicyMode::Bind,
-        MemPolicy::Interleave { .. } => PolicyMode::Interleave,
-        MemPolicy::PreferredMany { .. } => PolicyMode::PreferMany,
-        MemPolicy::WeightedInterleave { .. } => PolicyMode::WeightedInterleave,
+    let Some(mode) = p.mode() else {
+        return Vec::new();
     };
     let mut out: Vec<MappingPolicy> = regions
         .iter()
@@ -1505,22 +1490,12 @@ fn mapping_policies(p: &MemPolicy, regions: &[Region]) -> Vec<MappingPolicy> {
             start: r.base,
             end: r.base + r.bytes(),
             mode,
-            nodes: policy_nodes(p),
+            nodes: p.nodes(),
             numa_balancing: false,
         })
         .collect();
     out.sort_by_key(|m| m.start);
     out
-}
-
-fn policy_nodes(p: &MemPolicy) -> Vec<NodeId> {
-    match p {
-        MemPolicy::Default => vec![],
-        MemPolicy::Bind { nodes }
-        | MemPolicy::Interleave { nodes }
-        | MemPolicy::PreferredMany { nodes } => nodes.clone(),
-        MemPolicy::WeightedInterleave { weights } => weights.iter().map(|w| w.0).collect(),
-    }
 }
 
 /// The kernel's fallback order from node `from`: by distance, then node number (static, as
