@@ -69,7 +69,7 @@ kernel_image() {
 }
 
 say "building rondpoint and the workloads"
-(cd "$repo" && cargo build -q --release --locked -p rondpoint -p rondpoint-testbed)
+(cd "$repo" && cargo build -q --release --locked -p rondpoint -p rondpoint-mgen)
 bin="$repo/target/release"
 
 work=$(mktemp -d)

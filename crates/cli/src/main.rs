@@ -2,6 +2,8 @@
 
 mod commands;
 mod format;
+mod live;
+mod options;
 mod signals;
 
 use clap::{Parser, Subcommand};
@@ -11,8 +13,8 @@ use std::process::ExitCode;
 ///
 /// rondpoint measures where memory traffic goes on a NUMA machine (per-node controller load,
 /// interconnect load, local access ratio, sampled page accesses) and fixes placement while
-/// programs run, with the policies of Carrefour, N-MASS, OAAS and remote-placement papers beside
-/// the Linux baselines. A built-in simulator runs the same policies on machines you do not have.
+/// programs run. `rondpoint list policies` shows the policies it has and what each needs of a
+/// machine; a built-in simulator runs the same policies on machines you do not have.
 #[derive(Debug, Parser)]
 #[command(
     name = "rondpoint",
@@ -62,6 +64,9 @@ enum Command {
     /// Selections by name or cgroup are rescanned every epoch. The state is published in a
     /// file for a live view (--state-file); a report is printed at the end.
     Daemon(commands::daemon::DaemonArgs),
+    /// List the policies (what each needs of a machine, its parameters), the simulator's
+    /// presets, or what this machine offers the policies.
+    List(commands::list::ListArgs),
     /// Move a running process's pages to a node (like numactl's migratepages, but batched per
     /// node, THP-aware, rate-capped and verified by a placement query), and say what moved.
     Migrate(commands::migrate::MigrateArgs),
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&args),
         Command::Daemon(args) => commands::daemon::run(&args),
         Command::Migrate(args) => commands::migrate::run(&args),
+        Command::List(args) => commands::list::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -125,7 +125,7 @@ fn replay_of_a_bad_file_is_explained() {
 }
 
 #[test]
-fn techniques_restrict_carrefour() {
+fn set_restricts_carrefour_to_chosen_techniques() {
     let j: Value = serde_json::from_str(&stdout(&[
         "sim",
         "-q",
@@ -136,8 +136,8 @@ fn techniques_restrict_carrefour() {
         "facerec",
         "-p",
         "carrefour",
-        "--techniques",
-        "interleaving",
+        "--set",
+        "carrefour.techniques=interleaving",
     ]))
     .unwrap();
     let r = &j["runs"][0];
@@ -152,12 +152,15 @@ fn techniques_restrict_carrefour() {
         "facerec",
         "-p",
         "carrefour",
-        "--techniques",
-        "magic",
+        "--set",
+        "carrefour.techniques=magic",
     ])
     .assert()
     .code(1)
-    .stderr(predicate::str::contains("unknown technique 'magic'"))
+    .stderr(predicate::str::contains(
+        "in --set carrefour.techniques=magic",
+    ))
+    .stderr(predicate::str::contains("unknown variant `magic`"))
     .stderr(predicate::str::contains("co-location"));
 }
 

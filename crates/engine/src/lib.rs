@@ -9,21 +9,21 @@
 //! need not count them all.
 
 mod clock;
-mod dry_run;
 mod limits;
 pub mod record;
 
 pub use clock::{Clock, VirtualClock, WallClock};
-pub use dry_run::DryRun;
 pub use limits::RateLimits;
 
 use rondpoint_model::{
-    Action, Collapse, Observation, Outcome, OutcomeStatus, ProcessInfo, Sample, SamplingRequest,
-    Topology,
+    Action, Capabilities, Collapse, Observation, Outcome, OutcomeStatus, ProcessInfo, Sample,
+    SamplingRequest, Topology, Unmet,
 };
 use rondpoint_policy::Policy;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use thiserror::Error;
 
 /// A machine the engine can manage: the simulator or a live Linux machine.
@@ -32,6 +32,10 @@ pub trait Machine {
 
     /// The machine's topology.
     fn topology(&self) -> &Topology;
+
+    /// What the machine can observe and do. The engine refuses to run a policy whose needs
+    /// it does not meet, before anything is touched.
+    fn capabilities(&self) -> Capabilities;
 
     /// The managed processes as they are now.
     fn processes(&self) -> Vec<ProcessInfo>;
@@ -75,6 +79,11 @@ pub trait Machine {
     fn set_sampling(&mut self, request: &SamplingRequest) {
         let _ = request;
     }
+
+    /// The user asked the run to stop (SIGINT, SIGTERM) and the run goes on until the
+    /// managed programs end ([`OnStop::Interrupt`]): a machine that launched a program passes
+    /// the request on to it. By default nothing is done.
+    fn interrupt(&mut self) {}
 }
 
 /// What can stop a run.
@@ -84,6 +93,8 @@ pub enum EngineError {
     Machine(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("epoch length must be positive")]
     ZeroEpoch,
+    #[error(transparent)]
+    Unsupported(#[from] Unmet),
 }
 
 /// Engine settings.
@@ -94,6 +105,11 @@ pub struct EngineConfig {
     /// Stop after this much time on the clock even if programs still run (ns).
     pub time_limit_ns: Option<u64>,
     pub limits: RateLimits,
+    /// Observe and decide, but carry nothing out: every action (the start decisions
+    /// included) is reported skipped, "dry run".
+    pub dry_run: bool,
+    /// Set from outside (a signal handler) to stop the run.
+    pub stop: Option<StopSignal>,
 }
 
 impl Default for EngineConfig {
@@ -102,7 +118,52 @@ impl Default for EngineConfig {
             epoch_ns: 1_000_000_000,
             time_limit_ns: None,
             limits: RateLimits::default(),
+            dry_run: false,
+            stop: None,
         }
+    }
+}
+
+/// A flag that stops a run when set, and what stopping means.
+#[derive(Clone, Debug)]
+pub struct StopSignal {
+    pub flag: Arc<AtomicBool>,
+    pub on_stop: OnStop,
+}
+
+/// What the engine does once a [`StopSignal`] is set (it looks between epochs and each time
+/// a wall clock wakes within one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnStop {
+    /// End the run at once, without another decision (a daemon leaving its processes be).
+    End,
+    /// Tell the machine once ([`Machine::interrupt`]) and go on managing until its programs
+    /// end, so that the report is complete (a launched program asked to terminate).
+    Interrupt,
+}
+
+/// Where a run is with its stop signal.
+#[derive(Debug, Default)]
+struct Stopping {
+    seen: bool,
+}
+
+impl Stopping {
+    /// Whether the run must end now; tells the machine once if it is to be interrupted.
+    fn poll<M: Machine + ?Sized>(&mut self, signal: Option<&StopSignal>, machine: &mut M) -> bool {
+        let Some(signal) = signal else {
+            return false;
+        };
+        if !signal.flag.load(Ordering::Relaxed) {
+            return false;
+        }
+        if !self.seen {
+            self.seen = true;
+            if signal.on_stop == OnStop::Interrupt {
+                machine.interrupt();
+            }
+        }
+        signal.on_stop == OnStop::End
     }
 }
 
@@ -130,6 +191,13 @@ pub struct Accounting {
     /// By technique name ([`Action::technique`]).
     pub by_technique: BTreeMap<String, TechniqueTotals>,
     pub samples_seen: u64,
+    /// What the policy ran without or with only an approximation of, on this machine
+    /// (estimated observations, substituted actions).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reduced: Vec<String>,
+    /// Whether a stop signal ended the run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 impl Accounting {
@@ -207,8 +275,10 @@ fn replicas_not_made<'a>(
     })
 }
 
-/// Runs `policy` on `machine` until every program finishes or the time limit passes.
-/// `on_epoch` is called after each epoch (progress, logs, recording).
+/// Runs `policy` on `machine` until every program finishes, the time limit passes or a stop
+/// signal ends it. The policy's needs are checked against the machine's capabilities first:
+/// an unmet need is an error before anything is touched. `on_epoch` is called after each
+/// epoch (progress, logs, recording).
 pub fn run<M: Machine + ?Sized, C: Clock>(
     machine: &mut M,
     policy: &mut dyn Policy,
@@ -219,24 +289,37 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     if config.epoch_ns == 0 {
         return Err(EngineError::ZeroEpoch);
     }
+    let mut acct = Accounting {
+        reduced: machine
+            .capabilities()
+            .check(policy.name(), &policy.needs())?,
+        ..Accounting::default()
+    };
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
-    let mut acct = Accounting::default();
     machine.set_sampling(&policy.sampling());
 
     let start = policy.start(machine.topology(), &machine.processes());
-    let outcomes = machine.start(&start).map_err(boxed)?;
+    let outcomes = if config.dry_run {
+        machine.start(&[]).map_err(boxed)?;
+        dry_run(&start)
+    } else {
+        machine.start(&start).map_err(boxed)?
+    };
     for (a, o) in start.iter().zip(&outcomes) {
         acct.record(a, o);
     }
 
     let mut epoch = 0u64;
+    let mut stopping = Stopping::default();
     // Replications carried out by no one, told to the policy with the next observation.
     let mut unmade: Vec<Collapse> = Vec::new();
     let mut drained: Vec<Sample> = Vec::new();
     while !machine.finished() {
         let target = clock.now_ns().saturating_add(config.epoch_ns);
+        let mut end = false;
         clock.wait_until_or(target, &mut || {
-            if machine.poll_finished() {
+            end = stopping.poll(config.stop.as_ref(), machine);
+            if end || machine.poll_finished() {
                 return true;
             }
             drained.clear();
@@ -246,6 +329,10 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             }
             false
         });
+        if end || stopping.poll(config.stop.as_ref(), machine) {
+            acct.stopped = true;
+            break;
+        }
         let until = clock.now_ns();
         let mut observation = machine.observe(until).map_err(boxed)?;
         // The engine numbers the epochs (the policy was given this number with the samples
@@ -256,7 +343,11 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         let wanted = policy.decide(machine.topology(), &observation);
         machine.set_sampling(&policy.sampling());
         let (admitted, refused) = config.limits.admit(wanted);
-        let mut outcomes = machine.apply(&admitted).map_err(boxed)?;
+        let mut outcomes = if config.dry_run {
+            dry_run(&admitted)
+        } else {
+            machine.apply(&admitted).map_err(boxed)?
+        };
         for (a, o) in admitted.iter().zip(&outcomes) {
             acct.record(a, o);
         }
@@ -282,6 +373,15 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         }
     }
     Ok(acct)
+}
+
+/// The outcomes of actions a dry run does not carry out.
+fn dry_run(actions: &[Action]) -> Vec<Outcome> {
+    actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Outcome::skipped(i, limits::pages_of(a), "dry run"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -267,6 +267,9 @@ mod tests {
         fn name(&self) -> &str {
             "echo"
         }
+        fn needs(&self) -> Vec<rondpoint_model::Need> {
+            Vec::new()
+        }
         fn decide(&mut self, _: &Topology, o: &Observation) -> Vec<Action> {
             vec![Action::MigratePages {
                 range: PageRange::new(Pid(1), o.epoch * 4096, 1, PageSize::Base4K).unwrap(),

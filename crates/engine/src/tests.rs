@@ -29,6 +29,9 @@ impl Machine for Fake {
     fn topology(&self) -> &Topology {
         &self.topo
     }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
     fn processes(&self) -> Vec<ProcessInfo> {
         vec![ProcessInfo {
             pid: Pid(1),
@@ -70,6 +73,9 @@ struct Mover(u64);
 impl Policy for Mover {
     fn name(&self) -> &str {
         "mover"
+    }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
     }
     fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
         (0..self.0)
@@ -137,19 +143,45 @@ fn byte_limit_applies_too() {
 }
 
 #[test]
-fn dry_run_applies_nothing_and_logs_everything() {
-    let mut m = DryRun::new(Fake::new(2));
+fn dry_run_applies_nothing_and_reports_everything() {
+    let mut m = Fake::new(2);
+    let mut reported = 0;
     let acct = run(
         &mut m,
         &mut Mover(2),
         &mut VirtualClock::default(),
-        &EngineConfig::default(),
+        &dry(),
+        |r| {
+            assert!(r.outcomes.iter().all(
+                |o| o.status == OutcomeStatus::Skipped && o.note.as_deref() == Some("dry run")
+            ));
+            reported += r.actions.len();
+        },
+    )
+    .unwrap();
+    assert_eq!(reported, 4);
+    assert!(m.applied.is_empty());
+    assert_eq!(acct.by_technique["migrate"].skipped, 4);
+
+    // Start decisions too: the program starts without them.
+    let mut m = Fake::new(1);
+    let acct = run(
+        &mut m,
+        &mut rondpoint_policy::baseline::Interleave,
+        &mut VirtualClock::default(),
+        &dry(),
         |_| {},
     )
     .unwrap();
-    assert_eq!(m.log().len(), 4);
-    assert!(m.into_inner().applied.is_empty());
-    assert_eq!(acct.by_technique["migrate"].skipped, 4);
+    assert!(m.applied.is_empty());
+    assert_eq!(acct.by_technique["set-mempolicy"].skipped, 1);
+}
+
+fn dry() -> EngineConfig {
+    EngineConfig {
+        dry_run: true,
+        ..EngineConfig::default()
+    }
 }
 
 /// Replicates six one-page ranges in its first epoch, then nothing; keeps the collapses it
@@ -178,6 +210,9 @@ impl Policy for Replicator {
     fn name(&self) -> &str {
         "replicator"
     }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
+    }
     fn decide(&mut self, _: &Topology, obs: &Observation) -> Vec<Action> {
         self.told.push(obs.collapses.clone());
         if self.told.len() > 1 {
@@ -202,6 +237,9 @@ impl Machine for NoReplicas {
     type Error = Infallible;
     fn topology(&self) -> &Topology {
         self.0.topology()
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
     }
     fn processes(&self) -> Vec<ProcessInfo> {
         self.0.processes()
@@ -269,10 +307,10 @@ fn replications_that_left_no_replica_are_told_to_the_policy_as_collapses_once() 
 fn a_dry_run_tells_the_policy_that_no_replica_was_made() {
     let mut p = Replicator::default();
     run(
-        &mut DryRun::new(Fake::new(2)),
+        &mut Fake::new(2),
         &mut p,
         &mut VirtualClock::default(),
-        &EngineConfig::default(),
+        &dry(),
         |_| {},
     )
     .unwrap();
@@ -430,6 +468,9 @@ impl Machine for Sampled {
     fn topology(&self) -> &Topology {
         self.fake.topology()
     }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
     fn processes(&self) -> Vec<ProcessInfo> {
         self.fake.processes()
     }
@@ -472,6 +513,9 @@ impl Policy for Counts {
     fn name(&self) -> &str {
         "counts"
     }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
+    }
     fn ingest(&mut self, _: &Topology, epoch: u64, samples: &[Sample]) {
         self.ingested.push((epoch, numbers(samples)));
     }
@@ -510,10 +554,10 @@ fn samples_drained_while_an_epoch_runs_reach_the_policy_before_its_observation()
     // drain (the machine finishes on its second sample).
     let mut p = Counts::default();
     run(
-        &mut DryRun::new(sampled(1, 2)),
+        &mut sampled(1, 2),
         &mut p,
         &mut Waking { now: 0, wakes: 5 },
-        &EngineConfig::default(),
+        &dry(),
         |_| {},
     )
     .unwrap();
@@ -532,4 +576,201 @@ fn samples_drained_while_an_epoch_runs_reach_the_policy_before_its_observation()
     .unwrap();
     assert!(p.ingested.is_empty());
     assert_eq!(p.decided, vec![(0, vec![1])]);
+}
+
+/// Needs per-thread counters, exactly.
+struct Counting;
+
+impl Policy for Counting {
+    fn name(&self) -> &str {
+        "counting"
+    }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        vec![
+            rondpoint_model::Need::one(
+                rondpoint_model::Capability::ThreadCounters,
+                "to compute MPKI",
+            )
+            .exactly(),
+        ]
+    }
+    fn start(&mut self, _: &Topology, _: &[ProcessInfo]) -> Vec<Action> {
+        vec![Action::SetMemPolicy {
+            pid: Pid(1),
+            policy: rondpoint_model::MemPolicy::Default,
+        }]
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        Vec::new()
+    }
+}
+
+/// A fake machine with chosen capabilities that records whether it was started.
+struct Limited {
+    fake: Fake,
+    caps: Capabilities,
+    started: bool,
+}
+
+impl Machine for Limited {
+    type Error = Infallible;
+    fn topology(&self) -> &Topology {
+        self.fake.topology()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.caps.clone()
+    }
+    fn processes(&self) -> Vec<ProcessInfo> {
+        self.fake.processes()
+    }
+    fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {
+        self.fake.observe(until_ns)
+    }
+    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
+        self.started = true;
+        self.fake.apply(actions)
+    }
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
+        self.fake.apply(actions)
+    }
+    fn finished(&self) -> bool {
+        self.fake.finished()
+    }
+}
+
+#[test]
+fn a_policy_whose_needs_are_unmet_is_refused_before_anything_starts() {
+    use rondpoint_model::{Capability, Support};
+    let mut m = Limited {
+        fake: Fake::new(1),
+        caps: Capabilities::none().with(
+            Capability::ThreadCounters,
+            Support::Missing("perf_event_open: ENOENT for PERF_TYPE_HARDWARE".into()),
+        ),
+        started: false,
+    };
+    let err = run(
+        &mut m,
+        &mut Counting,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| panic!("no epoch may run"),
+    )
+    .unwrap_err();
+    assert!(matches!(err, EngineError::Unsupported(_)));
+    assert_eq!(
+        err.to_string(),
+        "counting cannot run on this machine: it needs per-thread instructions, cycles and LLC \
+         misses (thread-counters) to compute MPKI; this machine: thread-counters: \
+         perf_event_open: ENOENT for PERF_TYPE_HARDWARE"
+    );
+    assert!(!m.started && m.fake.applied.is_empty() && m.fake.observed_until.is_empty());
+}
+
+#[test]
+fn what_a_policy_runs_without_exactly_is_in_the_accounting() {
+    use rondpoint_model::{Capability, Support};
+    let mut m = Limited {
+        fake: Fake::new(1),
+        caps: Capabilities::all().with(
+            Capability::FaultSamples,
+            Support::Estimated("the kernel's own scan".into()),
+        ),
+        started: false,
+    };
+    let mut p = rondpoint_policy::autonuma::AutoNuma::new(Default::default());
+    let acct = run(
+        &mut m,
+        &mut p,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(acct.reduced.len(), 1);
+    assert!(
+        acct.reduced[0].contains("the kernel's own scan"),
+        "{acct:?}"
+    );
+}
+
+/// A machine that counts interrupts and runs until told to stop `epochs` epochs later.
+struct Interruptible {
+    fake: Fake,
+    interrupts: u32,
+}
+
+impl Machine for Interruptible {
+    type Error = Infallible;
+    fn topology(&self) -> &Topology {
+        self.fake.topology()
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
+    }
+    fn processes(&self) -> Vec<ProcessInfo> {
+        self.fake.processes()
+    }
+    fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {
+        self.fake.observe(until_ns)
+    }
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
+        self.fake.apply(actions)
+    }
+    fn finished(&self) -> bool {
+        self.fake.finished()
+    }
+    fn interrupt(&mut self) {
+        self.interrupts += 1;
+    }
+}
+
+#[test]
+fn a_stop_signal_ends_the_run_or_interrupts_the_machine_once() {
+    let flag = Arc::new(AtomicBool::new(false));
+    let config = |on_stop| EngineConfig {
+        stop: Some(StopSignal {
+            flag: Arc::clone(&flag),
+            on_stop,
+        }),
+        ..EngineConfig::default()
+    };
+    // End: the run stops at the next look, without another decision.
+    let mut m = Interruptible {
+        fake: Fake::new(10),
+        interrupts: 0,
+    };
+    let acct = run(
+        &mut m,
+        &mut Mover(1),
+        &mut VirtualClock::default(),
+        &config(OnStop::End),
+        |r| {
+            if r.epoch == 1 {
+                flag.store(true, Ordering::Relaxed);
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!((acct.epochs, acct.stopped, m.interrupts), (2, true, 0));
+
+    // Interrupt: the machine is told once and the run goes on until its programs end.
+    flag.store(false, Ordering::Relaxed);
+    let mut m = Interruptible {
+        fake: Fake::new(4),
+        interrupts: 0,
+    };
+    let acct = run(
+        &mut m,
+        &mut Mover(1),
+        &mut VirtualClock::default(),
+        &config(OnStop::Interrupt),
+        |r| {
+            if r.epoch == 1 {
+                flag.store(true, Ordering::Relaxed);
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!((acct.epochs, acct.stopped, m.interrupts), (4, false, 1));
 }

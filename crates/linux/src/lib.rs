@@ -10,6 +10,7 @@
 //! - [`machine`]: `LinuxMachine`, the engine's live backend.
 
 pub mod actuate;
+pub mod capabilities;
 pub mod machine;
 pub mod perf;
 pub mod procfs;

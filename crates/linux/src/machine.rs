@@ -13,15 +13,17 @@
 //! actions on any other pid are refused. A managed program that exits is normal.
 
 use crate::actuate;
+use crate::capabilities::Probe;
 use crate::perf::ring::{self, Record, SampleFormat};
 use crate::procfs::{ProcError, ProcRoot, ThreadSnapshot};
 use crate::sys::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, Sys};
+use crate::sysfs::SysfsRoot;
 use crate::thp::{self, ThpMapping};
 use rondpoint_engine::Machine;
 use rondpoint_model::{
-    AccessKind, Action, CounterGroup, Counters, Estimate, MappingPolicy, MemPolicy, NodeCounters,
-    NodeId, NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample, SampleSource,
-    SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
+    AccessKind, Action, Capabilities, CounterGroup, Counters, Estimate, MappingPolicy, MemPolicy,
+    NodeCounters, NodeId, NodeMemory, Observation, Outcome, PageSize, Pid, ProcessInfo, Sample,
+    SampleSource, SamplingRequest, ThreadCounters, ThreadInfo, Tid, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -193,6 +195,8 @@ pub struct LinuxMachine<S: Sys> {
     signals: Signals,
     stats: LiveStats,
     thp: HashMap<Pid, Vec<ThpMapping>>,
+    /// What this machine can observe and do (probed when it was built).
+    probe: Probe,
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: HashMap<(Pid, u64), NodeId>,
@@ -217,10 +221,18 @@ fn sys_err(what: &str) -> impl Fn(Errno) -> LiveError + '_ {
 }
 
 impl<S: Sys> LinuxMachine<S> {
-    fn new(sys: S, topology: Topology, config: LiveConfig) -> Self {
+    fn new(sys: S, topology: Topology, config: LiveConfig, launches: bool) -> Self {
         let proc = ProcRoot::new(config.proc_root.clone());
         let numa_balancing = proc.numa_balancing().ok().flatten();
+        let mut sys = sys;
+        let probe = Probe::run(
+            &mut sys,
+            &SysfsRoot::new(config.sysfs_root.clone()),
+            numa_balancing,
+            launches,
+        );
         let mut m = Self {
+            probe,
             sys,
             proc,
             config,
@@ -260,7 +272,7 @@ impl<S: Sys> LinuxMachine<S> {
     /// A machine that will launch `argv` when the engine applies the policy's start
     /// decisions (with the allocation policy they ask for, if any).
     pub fn to_launch(sys: S, topology: Topology, config: LiveConfig, argv: Vec<OsString>) -> Self {
-        let mut m = Self::new(sys, topology, config);
+        let mut m = Self::new(sys, topology, config, true);
         m.launch = Some(argv);
         m
     }
@@ -281,7 +293,7 @@ impl<S: Sys> LinuxMachine<S> {
     /// A machine managing the processes a selection names (and their descendants), rescanned
     /// every epoch. rondpoint never selects itself.
     pub fn to_select(sys: S, topology: Topology, config: LiveConfig, selection: Selection) -> Self {
-        let mut m = Self::new(sys, topology, config);
+        let mut m = Self::new(sys, topology, config, false);
         m.selection = Some(selection);
         m.refresh_managed();
         m
@@ -926,6 +938,10 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         &self.topology
     }
 
+    fn capabilities(&self) -> Capabilities {
+        self.probe.capabilities()
+    }
+
     fn processes(&self) -> Vec<ProcessInfo> {
         if self.launch.is_some() {
             return vec![ProcessInfo {
@@ -1126,6 +1142,11 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         if self.launch.is_none() {
             self.attach_sampler();
         }
+    }
+
+    /// Passes SIGTERM on to the launched program, once it has started and until it ends.
+    fn interrupt(&mut self) {
+        let _ = stop(self, libc::SIGTERM);
     }
 }
 

@@ -6,6 +6,7 @@
 //! classes), so that the simulator and the live backend classify a machine the same way.
 
 pub mod action;
+pub mod capability;
 pub mod counters;
 pub mod cpulist;
 pub mod draw;
@@ -18,6 +19,7 @@ pub mod synthetic;
 pub mod topology;
 
 pub use action::{Action, MemPolicy, NodeList, Outcome, OutcomeStatus};
+pub use capability::{Capabilities, Capability, Need, Support, Unmet};
 pub use counters::{CounterGroup, Counters, Estimate, LinkCounters, NodeCounters, ThreadCounters};
 pub use ids::{CpuId, NodeId, Pid, Tid};
 pub use observation::{

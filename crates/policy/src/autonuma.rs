@@ -33,8 +33,8 @@
 
 use crate::Policy;
 use rondpoint_model::{
-    Action, CpuId, HintingScan, NodeId, Observation, PageRange, PageSize, Pid, ProcessInfo,
-    SampleSource, SamplingRequest, ThreadInfo, Tid, Topology,
+    Action, Capability, CpuId, HintingScan, Need, NodeId, Observation, PageRange, PageSize, Pid,
+    ProcessInfo, SampleSource, SamplingRequest, ThreadInfo, Tid, Topology,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -287,6 +287,20 @@ fn migrations(planned: BTreeMap<PageKey, (Option<NodeId>, NodeId)>) -> Vec<Actio
 impl Policy for AutoNuma {
     fn name(&self) -> &str {
         "autonuma"
+    }
+
+    fn needs(&self) -> Vec<Need> {
+        vec![
+            Need::one(
+                Capability::FaultSamples,
+                "to see which node touches which page, from hinting faults",
+            ),
+            Need::one(
+                Capability::MigratePages,
+                "to move pages to the faulting node",
+            ),
+            Need::one(Capability::PinThreads, "to move tasks toward their memory"),
+        ]
     }
 
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {

@@ -1,7 +1,7 @@
 //! The Linux baselines that need no run-time decisions.
 
 use crate::Policy;
-use rondpoint_model::{Action, MemPolicy, Observation, ProcessInfo, Topology};
+use rondpoint_model::{Action, Capability, MemPolicy, Need, Observation, ProcessInfo, Topology};
 
 /// Linux's default: pages go to the node of the CPU that first touches them, falling back by
 /// distance when that node is full. Takes no action.
@@ -11,6 +11,10 @@ pub struct FirstTouch;
 impl Policy for FirstTouch {
     fn name(&self) -> &str {
         "first-touch"
+    }
+
+    fn needs(&self) -> Vec<Need> {
+        Vec::new()
     }
 
     fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
@@ -26,6 +30,13 @@ pub struct Interleave;
 impl Policy for Interleave {
     fn name(&self) -> &str {
         "interleave"
+    }
+
+    fn needs(&self) -> Vec<Need> {
+        vec![Need::one(
+            Capability::MemPolicies,
+            "to interleave each program's memory from its start",
+        )]
     }
 
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {

@@ -44,8 +44,8 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::draw::weighted_index;
 use rondpoint_model::{
-    Action, CounterGroup, NodeId, NodeList, Observation, PageRange, PageSize, Pid, Sample,
-    SamplingRequest, Topology,
+    Action, Capability, CounterGroup, Need, NodeId, NodeList, Observation, PageRange, PageSize,
+    Pid, Sample, SamplingRequest, Topology,
 };
 use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
@@ -647,6 +647,49 @@ fn replications(mut pages: Vec<PageKey>, nodes: &[NodeId]) -> Vec<Action> {
 impl Policy for Carrefour {
     fn name(&self) -> &str {
         "carrefour"
+    }
+
+    /// Samples and per-node traffic always; each mechanism only when enabled. Estimates and
+    /// substitutes are accepted: with DRAM traffic estimated from samples, an application is
+    /// judged on its sample count (`min_samples_when_estimated`), and replication carried out
+    /// as interleaving still relieves the controllers.
+    fn needs(&self) -> Vec<Need> {
+        let mut needs = vec![
+            Need::any(
+                &[Capability::AccessSamples, Capability::FaultSamples],
+                "to see which nodes access which pages [Dashti13 §3.3.1]",
+            ),
+            Need::one(
+                Capability::NodeTraffic,
+                "for memory-controller imbalance and the local access ratio [Dashti13 §3.2.1]",
+            ),
+            Need::one(
+                Capability::ThreadDram,
+                "for each application's DRAM accesses per microsecond [Dashti13 §3.2.1]",
+            ),
+        ];
+        for (t, cap, why) in [
+            (
+                Technique::CoLocation,
+                Capability::MigratePages,
+                "to co-locate pages with their accessors",
+            ),
+            (
+                Technique::Interleaving,
+                Capability::InterleavePages,
+                "to interleave pages",
+            ),
+            (
+                Technique::Replication,
+                Capability::ReplicatePages,
+                "to replicate read-mostly pages",
+            ),
+        ] {
+            if self.cfg.techniques.contains(&t) {
+                needs.push(Need::one(cap, why));
+            }
+        }
+        needs
     }
 
     fn sampling(&self) -> SamplingRequest {

@@ -2,23 +2,31 @@
 //! [`Observation`] and returns [`Action`]s; it never calls the kernel and never looks inside
 //! the simulator. State kept across epochs lives in the policy value.
 //!
-//! Every policy's parameters are a TOML table (`[carrefour]`, `[autonuma]`, ... in a
-//! `--config` file), each parameter named, defaulted to the paper's value and documented with
-//! its source on the policy's config struct.
+//! Every policy is a row of [`registry::POLICIES`]; its parameters are a TOML table
+//! (`[carrefour]`, `[autonuma]`, ... in a `--config` file, or `--set carrefour.KEY=VALUE`),
+//! each parameter named, defaulted to the paper's value and documented with its source on the
+//! policy's config struct.
 
 pub mod autonuma;
 pub mod baseline;
 pub mod carrefour;
 pub mod metrics;
 pub mod oracle;
+pub mod registry;
 
-use rondpoint_model::{Action, Observation, ProcessInfo, Sample, SamplingRequest, Topology};
+pub use registry::{BUILTIN, Family, Params, PolicyInfo, Registry};
+use rondpoint_model::{Action, Need, Observation, ProcessInfo, Sample, SamplingRequest, Topology};
 use thiserror::Error;
 
 /// A placement policy.
 pub trait Policy {
     /// The name users pass to `--policy`.
     fn name(&self) -> &str;
+
+    /// What the policy needs of the machine, for the parameters it was built with. The engine
+    /// refuses to run a policy whose needs the machine cannot meet, naming what is missing
+    /// (see [`rondpoint_model::Capabilities::check`]).
+    fn needs(&self) -> Vec<Need>;
 
     /// Decisions taken before the managed programs start (allocation policies, pinning).
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
@@ -56,18 +64,11 @@ pub enum PolicyError {
     Config { policy: String, message: String },
     #[error("configuration file is not valid TOML: {0}")]
     Toml(String),
+    #[error("--set {0}: expected POLICY.KEY=VALUE (e.g. carrefour.lar_threshold=0.7)")]
+    SetSyntax(String),
 }
 
-/// Names of the policies [`build`] knows, in the order reports list them.
-pub const NAMES: &[&str] = &[
-    "first-touch",
-    "interleave",
-    "autonuma",
-    "carrefour",
-    "oracle",
-];
-
-/// A policy configuration file: one table per policy, e.g.
+/// Policy parameters: one table per policy, e.g.
 ///
 /// ```toml
 /// [carrefour]
@@ -77,23 +78,20 @@ pub const NAMES: &[&str] = &[
 /// [autonuma]
 /// scan_size_mb = 256
 /// ```
+///
+/// read from a `--config` file, with `--set POLICY.KEY=VALUE` overrides on top.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PolicyConfig {
     tables: toml::Table,
 }
 
 impl PolicyConfig {
-    /// Parses a configuration file's text. Unknown policy sections are errors.
+    /// Parses a configuration file's text: a table per policy. Which tables name policies,
+    /// and whether their parameters are valid, [`Registry::check`] says.
     pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
         let tables: toml::Table =
             toml::from_str(text).map_err(|e| PolicyError::Toml(e.to_string()))?;
         for (k, v) in &tables {
-            if !NAMES.contains(&k.as_str()) {
-                return Err(PolicyError::Unknown {
-                    name: k.clone(),
-                    valid: NAMES.iter().map(|s| s.to_string()).collect(),
-                });
-            }
             if !v.is_table() {
                 return Err(PolicyError::Config {
                     policy: k.clone(),
@@ -104,63 +102,53 @@ impl PolicyConfig {
         Ok(Self { tables })
     }
 
-    /// Sets one parameter of one policy (command-line overrides such as `--techniques`).
-    pub fn set(&mut self, policy: &str, key: &str, value: toml::Value) {
-        let entry = self
+    /// Sets one parameter of one policy; `path` may name a key of a sub-table
+    /// (`sampling.period`).
+    pub fn set(&mut self, policy: &str, path: &str, value: toml::Value) -> Result<(), PolicyError> {
+        let mut table = self
             .tables
             .entry(policy.to_string())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        if let toml::Value::Table(t) = entry {
-            t.insert(key.to_string(), value);
+        let mut keys = path.split('.').peekable();
+        while let Some(key) = keys.next() {
+            let toml::Value::Table(t) = table else {
+                break;
+            };
+            if keys.peek().is_none() {
+                t.insert(key.to_string(), value);
+                return Ok(());
+            }
+            table = t
+                .entry(key.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
         }
+        Err(PolicyError::Config {
+            policy: policy.to_string(),
+            message: format!("'{path}': a value, not a table, is on the way"),
+        })
     }
 
-    /// Builds every policy the configuration has a table for, so that a bad parameter is
-    /// reported when the file is read, not when the policy first runs.
-    pub fn check(&self) -> Result<(), PolicyError> {
-        for name in self.tables.keys() {
-            build(name, self)?;
-        }
-        Ok(())
+    /// The policies the configuration has a table for.
+    pub fn policies(&self) -> impl Iterator<Item = &str> {
+        self.tables.keys().map(String::as_str)
     }
 
-    /// The parameters of one policy, parsed into its config struct (defaults for what is not
-    /// given; unknown keys are errors).
-    pub fn get<T: serde::de::DeserializeOwned + Default>(
-        &self,
-        policy: &str,
-    ) -> Result<T, PolicyError> {
-        match self.tables.get(policy) {
-            None => Ok(T::default()),
-            Some(v) => v
-                .clone()
-                .try_into()
-                .map_err(|e: toml::de::Error| PolicyError::Config {
-                    policy: policy.to_string(),
-                    message: e.to_string().trim().to_string(),
-                }),
+    /// The parameters given to one policy.
+    pub fn params<'a>(&'a self, policy: &'a str) -> Params<'a> {
+        Params {
+            policy,
+            table: self.tables.get(policy),
         }
     }
 }
 
-/// Builds a policy by name with its parameters from `config` (defaults where absent).
+/// Builds one of rondpoint's policies by name with its parameters from `config` (defaults
+/// where absent).
 pub fn build(name: &str, config: &PolicyConfig) -> Result<Box<dyn Policy>, PolicyError> {
-    Ok(match name {
-        "first-touch" => Box::new(baseline::FirstTouch),
-        "interleave" => Box::new(baseline::Interleave),
-        "autonuma" => Box::new(autonuma::AutoNuma::new(config.get("autonuma")?)),
-        "carrefour" => Box::new(carrefour::Carrefour::new(config.get("carrefour")?)?),
-        "oracle" => Box::new(oracle::Oracle::new(config.get("oracle")?)),
-        _ => {
-            return Err(PolicyError::Unknown {
-                name: name.to_string(),
-                valid: NAMES.iter().map(|s| s.to_string()).collect(),
-            });
-        }
-    })
+    Registry::builtin().build(name, config)
 }
 
-/// Builds a policy by name with its default parameters.
+/// Builds one of rondpoint's policies by name with its default parameters.
 pub fn by_name(name: &str) -> Result<Box<dyn Policy>, PolicyError> {
     build(name, &PolicyConfig::default())
 }
@@ -170,11 +158,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_name_builds_and_unknown_lists_them() {
-        for n in NAMES {
+    fn every_row_builds_under_its_own_name_and_unknown_lists_them() {
+        let r = Registry::builtin();
+        for n in r.names() {
             assert_eq!(
                 by_name(n).map(|p| p.name().to_string()).ok().as_deref(),
-                Some(*n)
+                Some(n)
             );
         }
         let err = by_name("carrefour2").err();
@@ -185,24 +174,136 @@ mod tests {
                  carrefour, oracle"
             )
         );
+        let mut names: Vec<_> = r.names().collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), BUILTIN.len(), "names are unique");
+    }
+
+    #[test]
+    fn every_default_table_builds_the_policy_back() {
+        for row in BUILTIN {
+            let defaults = (row.defaults)();
+            let text = toml::to_string(&toml::Table::from_iter([(
+                row.name.to_string(),
+                toml::Value::Table(defaults),
+            )]))
+            .unwrap();
+            let config = PolicyConfig::from_toml(&text).unwrap();
+            assert!(Registry::builtin().check(&config).is_ok(), "{}", row.name);
+        }
     }
 
     #[test]
     fn config_errors_name_the_policy_and_the_key() {
+        let r = Registry::builtin();
         let c = PolicyConfig::from_toml("[carrefour]\nlar_threshold = \"high\"\n").unwrap();
-        let err = build("carrefour", &c).err().unwrap().to_string();
+        let err = r.check(&c).err().unwrap().to_string();
         assert!(err.starts_with("[carrefour] configuration:"), "{err}");
         assert!(err.contains("lar_threshold"), "{err}");
         let c = PolicyConfig::from_toml("[carrefour]\nno_such_knob = 1\n").unwrap();
-        let err = build("carrefour", &c).err().unwrap().to_string();
+        let err = r.check(&c).err().unwrap().to_string();
         assert!(err.contains("no_such_knob"), "{err}");
-        assert!(matches!(
-            PolicyConfig::from_toml("[carefour]\n"),
-            Err(PolicyError::Unknown { .. })
-        ));
+        let c = PolicyConfig::from_toml("[carefour]\n").unwrap();
+        assert!(matches!(r.check(&c), Err(PolicyError::Unknown { .. })));
         assert!(matches!(
             PolicyConfig::from_toml("[x"),
             Err(PolicyError::Toml(_))
         ));
+        assert!(matches!(
+            PolicyConfig::from_toml("carrefour = 1"),
+            Err(PolicyError::Config { .. })
+        ));
+        let c = PolicyConfig::from_toml("[first-touch]\nx = 1\n").unwrap();
+        let err = r.check(&c).err().unwrap().to_string();
+        assert!(err.contains("has no parameters (got x)"), "{err}");
+    }
+
+    #[test]
+    fn set_reads_values_by_the_type_of_the_default() {
+        let r = Registry::builtin();
+        let mut c = PolicyConfig::default();
+        r.set_arg(&mut c, "carrefour.lar_threshold=0.7").unwrap();
+        r.set_arg(&mut c, "carrefour.techniques=interleaving")
+            .unwrap();
+        r.set_arg(&mut c, "autonuma.scan_size_mb=64").unwrap();
+        let expected = PolicyConfig::from_toml(
+            "[carrefour]\nlar_threshold = 0.7\ntechniques = [\"interleaving\"]\n\
+             [autonuma]\nscan_size_mb = 64\n",
+        )
+        .unwrap();
+        assert_eq!(c, expected);
+        r.check(&c).unwrap();
+        r.set_arg(&mut c, "carrefour.techniques=replication, co-location")
+            .unwrap();
+        let mut lists = PolicyConfig::default();
+        lists
+            .set(
+                "carrefour",
+                "techniques",
+                toml::Value::Array(vec!["replication".into(), "co-location".into()]),
+            )
+            .unwrap();
+        assert_eq!(
+            c.params("carrefour")
+                .table
+                .and_then(|t| t.get("techniques")),
+            lists
+                .params("carrefour")
+                .table
+                .and_then(|t| t.get("techniques"))
+        );
+    }
+
+    #[test]
+    fn set_refuses_bad_syntax_unknown_policies_and_bad_values() {
+        let r = Registry::builtin();
+        let mut c = PolicyConfig::default();
+        for bad in [
+            "carrefour",
+            "carrefour=1",
+            "carrefour.=1",
+            "carrefour..x=1",
+            ".x=1",
+        ] {
+            assert!(
+                matches!(r.set_arg(&mut c, bad), Err(PolicyError::SetSyntax(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            r.set_arg(&mut c, "carfour.x=1"),
+            Err(PolicyError::Unknown { .. })
+        ));
+        r.set_arg(&mut c, "carrefour.techniques=teleportation")
+            .unwrap();
+        let err = r.check(&c).err().unwrap().to_string();
+        assert!(err.contains("teleportation"), "{err}");
+        // A newline cannot smuggle a second key in.
+        let mut c = PolicyConfig::default();
+        r.set_arg(&mut c, "carrefour.seed=1\nlar_threshold = 0.1")
+            .unwrap();
+        assert!(r.check(&c).is_err());
+    }
+
+    #[test]
+    fn a_registry_takes_rows_of_its_own_once() {
+        static TOY: PolicyInfo = PolicyInfo {
+            name: "toy",
+            family: Family::Reference,
+            summary: "does nothing",
+            source: "test",
+            in_all: false,
+            build: |p| {
+                p.none()?;
+                Ok(Box::new(baseline::FirstTouch))
+            },
+            defaults: toml::Table::new,
+        };
+        let r = Registry::builtin().with(&TOY).unwrap();
+        assert!(r.info("toy").is_ok());
+        assert!(!r.all().any(|n| n == "toy"));
+        assert!(r.clone().with(&TOY).is_err());
+        assert!(Registry::builtin().info("toy").is_err());
     }
 }

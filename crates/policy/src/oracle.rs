@@ -20,7 +20,9 @@
 //! better thread placements. Only a simulator can feed it; on other backends it does nothing.
 
 use crate::Policy;
-use rondpoint_model::{AccessTruth, Action, NodeList, Observation, Pid, SamplingRequest, Topology};
+use rondpoint_model::{
+    AccessTruth, Action, Capability, Need, NodeList, Observation, Pid, SamplingRequest, Topology,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 
@@ -130,6 +132,15 @@ impl Oracle {
 impl Policy for Oracle {
     fn name(&self) -> &str {
         "oracle"
+    }
+
+    fn needs(&self) -> Vec<Need> {
+        vec![
+            Need::one(Capability::Truth, "to decide on true access rates").exactly(),
+            Need::one(Capability::MigratePages, "to co-locate pages"),
+            Need::one(Capability::InterleavePages, "to interleave pages"),
+            Need::one(Capability::ReplicatePages, "to replicate pages"),
+        ]
     }
 
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {

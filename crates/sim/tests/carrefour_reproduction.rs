@@ -167,7 +167,8 @@ fn table_4_one_technique_at_a_time() {
                 "carrefour",
                 "techniques",
                 toml::Value::Array(vec![toml::Value::String(t.into())]),
-            );
+            )
+            .unwrap();
             alone.push((t, improvement(&linux, &run_with(&m, w, "carrefour", &c))));
         }
         println!(

@@ -368,6 +368,9 @@ impl Policy for Watcher {
     fn name(&self) -> &str {
         "watcher"
     }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
+    }
     fn start(&mut self, _: &Topology, _: &[ProcessInfo]) -> Vec<Action> {
         self.launch.clone()
     }

@@ -43,6 +43,9 @@ impl Policy for BindTo {
     fn name(&self) -> &str {
         "bind"
     }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
+    }
     fn start(&mut self, _: &Topology, procs: &[ProcessInfo]) -> Vec<Action> {
         procs
             .iter()

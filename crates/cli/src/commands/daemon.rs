@@ -1,12 +1,10 @@
 //! `rondpoint daemon`: manage running processes until stopped.
 
-use crate::commands::options::{Live, LiveOptions, drive};
-use crate::commands::record::LiveRecording;
-use crate::commands::run::RunReport;
+use crate::live::{Live, LiveOptions, LiveRecording, RunReport, drive};
 use crate::signals;
 use anyhow::{Result, bail};
 use clap::Args;
-use rondpoint_engine::{EpochReport, Machine};
+use rondpoint_engine::{EpochReport, Machine, OnStop};
 use rondpoint_linux::machine::{LinuxMachine, Selection};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::{OutcomeStatus, Pid};
@@ -131,14 +129,13 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             }
         }
     };
-    let (acct, mut machine) = drive(
-        machine,
-        opts.dry_run,
-        stop,
-        |_: &mut _| {},
-        true,
+    let mut machine = machine;
+    let acct = drive(
+        &mut machine,
         policy.as_mut(),
         &engine,
+        stop,
+        OnStop::End,
         on_epoch,
     )?;
     let command = vec![format!(

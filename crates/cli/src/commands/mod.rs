@@ -1,8 +1,8 @@
 //! One module per subcommand.
 
 pub mod daemon;
+pub mod list;
 pub mod migrate;
-pub mod options;
 pub mod record;
 pub mod run;
 pub mod sim;

@@ -1,21 +1,20 @@
 //! `rondpoint record` and `rondpoint replay`: observations to a file, and a policy run over
-//! them offline; and `--record` of `rondpoint run` and `rondpoint daemon`, the same file from a
-//! live machine.
+//! them offline.
 
-use crate::commands::options::PolicyOptions;
 use crate::format;
+use crate::options::PolicyOptions;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::record::{self, Recorder};
-use rondpoint_engine::{EngineConfig, EpochReport, Machine, VirtualClock};
-use rondpoint_model::{Action, ProcessInfo, Topology};
+use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
+use rondpoint_model::Action;
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, Args)]
@@ -105,126 +104,6 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         args.output.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// A recording of a live run (`--record`). The file is created before anything is managed, so
-/// that a path that cannot be written is an error up front; the header is written with the
-/// first epoch, whose processes it lists (a launched program exists only once the run starts).
-/// A write error ends the recording, not the run: it is reported in the run's notes.
-pub struct LiveRecording {
-    path: PathBuf,
-    source: String,
-    topology: Topology,
-    max_samples: Option<usize>,
-    state: LiveState,
-    epochs: u64,
-}
-
-/// Where a [`LiveRecording`] is.
-enum LiveState {
-    /// Created, the header not yet written.
-    Created(File),
-    Recording(Recorder<BufWriter<File>>),
-    /// Stopped by a write error.
-    Failed(String),
-}
-
-impl LiveRecording {
-    pub fn create(
-        path: &Path,
-        source: String,
-        topology: &Topology,
-        max_samples: Option<usize>,
-    ) -> Result<Self> {
-        let file = File::create(path)
-            .with_context(|| format!("creating the recording {}", path.display()))?;
-        Ok(Self {
-            path: path.to_path_buf(),
-            source,
-            topology: topology.clone(),
-            max_samples,
-            state: LiveState::Created(file),
-            epochs: 0,
-        })
-    }
-
-    /// The recorder, its header written (listing `processes`) if it was not yet; `None` once
-    /// the recording has failed.
-    fn recorder(&mut self, processes: &[ProcessInfo]) -> Option<&mut Recorder<BufWriter<File>>> {
-        let state = std::mem::replace(&mut self.state, LiveState::Failed(String::new()));
-        self.state = match state {
-            LiveState::Created(file) => match Recorder::new(
-                BufWriter::new(file),
-                &self.source,
-                &self.topology,
-                processes,
-                self.max_samples,
-            ) {
-                Ok(recorder) => LiveState::Recording(recorder),
-                Err(e) => LiveState::Failed(e.to_string()),
-            },
-            other => other,
-        };
-        match &mut self.state {
-            LiveState::Recording(recorder) => Some(recorder),
-            _ => None,
-        }
-    }
-
-    /// Appends an epoch (with the header first), and writes it out.
-    pub fn epoch(&mut self, r: &EpochReport<'_>) {
-        let Some(recorder) = self.recorder(&r.observation.processes) else {
-            return;
-        };
-        match recorder.epoch(r).and_then(|()| recorder.flush()) {
-            Ok(()) => self.epochs += 1,
-            Err(e) => self.state = LiveState::Failed(e.to_string()),
-        }
-    }
-
-    /// Ends a run's recording, if any: why it stopped early goes to `notes` (the run's
-    /// report); what was saved is returned, to print after the report.
-    pub fn end(recording: Option<Self>, notes: &mut Vec<String>) -> Option<String> {
-        match recording.map(Self::finish)? {
-            Ok(saved) => Some(saved),
-            Err(e) => {
-                notes.push(e);
-                None
-            }
-        }
-    }
-
-    /// Ends the recording (with no epoch, the header alone, listing no process): `Ok` says
-    /// what was saved, `Err` why the recording stopped early.
-    fn finish(mut self) -> Result<String, String> {
-        self.recorder(&[]);
-        let error = match self.state {
-            LiveState::Recording(recorder) => recorder.finish().err().map(|e| e.to_string()),
-            LiveState::Failed(e) => Some(e),
-            LiveState::Created(_) => None,
-        };
-        match error {
-            None => Ok(format!(
-                "recorded {} epochs to {} (rondpoint replay {} --policy P)",
-                self.epochs,
-                self.path.display(),
-                self.path.display()
-            )),
-            Some(e) => Err(format!(
-                "the recording {} stopped after {} epochs: {e}",
-                self.path.display(),
-                self.epochs
-            )),
-        }
-    }
-}
-
-/// Where a live recording came from: "live run 'CMD' policy=P kernel=K".
-pub fn live_source(what: &str, policy: &str) -> String {
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    format!("live {what} policy={policy} kernel={kernel}")
 }
 
 #[derive(Debug, Args)]

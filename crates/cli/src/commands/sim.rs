@@ -1,7 +1,7 @@
 //! `rondpoint sim`: run policies on simulated machines, side by side.
 
-use crate::commands::options::PolicyOptions;
 use crate::format;
+use crate::options::PolicyOptions;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::EngineConfig;
@@ -37,8 +37,7 @@ pub struct SimArgs {
     )]
     workload: Vec<String>,
 
-    /// Policies to compare, comma-separated, or "all" (first-touch, interleave, autonuma,
-    /// carrefour, oracle).
+    /// Policies to compare, comma-separated, or "all" (`rondpoint list policies` shows them).
     #[arg(
         long,
         short = 'p',
@@ -90,7 +89,11 @@ struct SimReport {
 fn list() {
     println!("machines:  {}", names(presets::MACHINES));
     println!("workloads: {}", names(presets::WORKLOADS));
-    println!("policies:  {}", rondpoint_policy::NAMES.join(", "));
+    let registry = rondpoint_policy::Registry::builtin();
+    println!(
+        "policies:  {}",
+        registry.names().collect::<Vec<_>>().join(", ")
+    );
 }
 
 fn names(table: &[(&str, &str)]) -> String {
@@ -114,7 +117,11 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     let mut policies: Vec<String> = Vec::new();
     for p in &args.policy {
         if p == "all" {
-            policies.extend(rondpoint_policy::NAMES.iter().map(|s| s.to_string()));
+            policies.extend(
+                rondpoint_policy::Registry::builtin()
+                    .all()
+                    .map(str::to_string),
+            );
         } else {
             rondpoint_policy::build(p, &config)?;
             policies.push(p.clone());

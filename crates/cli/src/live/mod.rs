@@ -1,73 +1,31 @@
-//! Options more than one subcommand takes, and what they build.
+//! What `rondpoint run` and `rondpoint daemon` share: their options, what they build from
+//! them before anything is touched, the engine run on the live machine, its recording and its
+//! end report.
 
+mod recording;
+mod report;
+
+pub use recording::LiveRecording;
+pub use report::RunReport;
+
+use crate::options::PolicyOptions;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use rondpoint_engine::{Accounting, DryRun, EngineConfig, EpochReport, RateLimits, WallClock};
+use rondpoint_engine::{
+    Accounting, EngineConfig, EpochReport, OnStop, RateLimits, StopSignal, WallClock,
+};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::Topology;
-use rondpoint_policy::{Policy, PolicyConfig};
+use rondpoint_policy::Policy;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use crate::commands::record::{LiveRecording, live_source};
-use crate::signals::Signalled;
-
-/// `--config` and `--techniques`: the parameters of every policy a command builds.
-#[derive(Debug, Args)]
-pub struct PolicyOptions {
-    /// Policy parameters: a TOML file with one table per policy ([carrefour], [autonuma], ...);
-    /// every parameter and its default is documented in docs/policies.md.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Carrefour's mechanisms to enable, comma-separated: replication, interleaving,
-    /// co-location (the ablation of the Carrefour paper's Table 4). Default: all three.
-    #[arg(long, value_name = "T[,T...]", value_delimiter = ',')]
-    techniques: Vec<String>,
-}
-
-impl PolicyOptions {
-    /// The configuration file, checked, with `--techniques` applied on top.
-    pub fn config(&self) -> Result<PolicyConfig> {
-        let mut config = match &self.config {
-            Some(path) => {
-                let context = || format!("in policy configuration {}", path.display());
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading policy configuration {}", path.display()))?;
-                let config = PolicyConfig::from_toml(&text).with_context(context)?;
-                config.check().with_context(context)?;
-                config
-            }
-            None => PolicyConfig::default(),
-        };
-        if !self.techniques.is_empty() {
-            const VALID: [&str; 3] = ["replication", "interleaving", "co-location"];
-            if let Some(t) = self
-                .techniques
-                .iter()
-                .find(|t| !VALID.contains(&t.as_str()))
-            {
-                bail!(
-                    "unknown technique '{t}'; valid techniques: {}",
-                    VALID.join(", ")
-                );
-            }
-            let list = self.techniques.iter().cloned().map(toml::Value::String);
-            config.set(
-                "carrefour",
-                "techniques",
-                toml::Value::Array(list.collect()),
-            );
-        }
-        Ok(config)
-    }
-}
-
 /// What `rondpoint run` and `rondpoint daemon` share: the policy, its limits and the machine.
 #[derive(Debug, Args)]
 pub struct LiveOptions {
-    /// The placement policy (see `rondpoint sim --list`; parameters in docs/policies.md).
+    /// The placement policy (`rondpoint list policies`; parameters in docs/policies.md).
     #[arg(long, short = 'p', default_value = "carrefour")]
     pub policy: String,
     #[command(flatten)]
@@ -115,7 +73,7 @@ impl LiveOptions {
         self.record
             .as_deref()
             .map(|path| {
-                let source = live_source(what, &self.policy);
+                let source = recording::live_source(what, &self.policy);
                 LiveRecording::create(path, source, topology, self.record_max_samples.0)
             })
             .transpose()
@@ -172,39 +130,37 @@ impl LiveOptions {
             },
             engine: EngineConfig {
                 epoch_ns: self.epoch_ms.saturating_mul(1_000_000),
-                time_limit_ns: None,
                 limits: RateLimits {
                     max_pages_per_epoch: Some(self.max_pages_per_epoch),
                     max_bytes_per_epoch: Some(self.max_mb_per_epoch.saturating_mul(1 << 20)),
                 },
+                dry_run: self.dry_run,
+                ..EngineConfig::default()
             },
         })
     }
 }
 
-/// Runs the engine on the live machine until it finishes (or a signal ends it), through a
-/// [`DryRun`] when `dry_run`. `on_stop` is called once when SIGINT or SIGTERM arrives; with
-/// `finish_on_stop` the run then ends.
-#[allow(clippy::too_many_arguments)]
+/// Runs the engine on the live machine until it finishes or a signal sets `stop`: with
+/// `on_stop` [`OnStop::Interrupt`] the launched program is asked to terminate and managed
+/// until it does; with [`OnStop::End`] the run ends at once.
 pub fn drive(
-    machine: LinuxMachine<RealSys>,
-    dry_run: bool,
-    stop: Arc<AtomicBool>,
-    mut on_stop: impl FnMut(&mut LinuxMachine<RealSys>),
-    finish_on_stop: bool,
+    machine: &mut LinuxMachine<RealSys>,
     policy: &mut dyn Policy,
     engine: &EngineConfig,
+    stop: Arc<AtomicBool>,
+    on_stop: OnStop,
     on_epoch: impl FnMut(&EpochReport<'_>),
-) -> Result<(Accounting, LinuxMachine<RealSys>)> {
+) -> Result<Accounting> {
+    let engine = EngineConfig {
+        stop: Some(StopSignal {
+            flag: stop,
+            on_stop,
+        }),
+        ..engine.clone()
+    };
     let mut clock = WallClock::new();
-    if dry_run {
-        let forward = move |m: &mut DryRun<LinuxMachine<RealSys>>| on_stop(m.inner_mut());
-        let mut m = Signalled::new(DryRun::new(machine), stop, forward, finish_on_stop);
-        let acct = rondpoint_engine::run(&mut m, policy, &mut clock, engine, on_epoch)?;
-        Ok((acct, m.inner.into_inner()))
-    } else {
-        let mut m = Signalled::new(machine, stop, on_stop, finish_on_stop);
-        let acct = rondpoint_engine::run(&mut m, policy, &mut clock, engine, on_epoch)?;
-        Ok((acct, m.inner))
-    }
+    Ok(rondpoint_engine::run(
+        machine, policy, &mut clock, &engine, on_epoch,
+    )?)
 }

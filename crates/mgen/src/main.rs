@@ -19,8 +19,7 @@ use rondpoint_linux::actuate;
 use rondpoint_linux::sys::{Errno, MemPolicyMode, NodeMask, RealSys, Sys};
 use rondpoint_model::{CpuId, Pid, Tid};
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Parser)]
@@ -149,12 +148,12 @@ impl Machine {
     ///   not hold it back).
     /// - [`Settle::Touch`]: the caller is the page's only user and reads each absent page once,
     ///   which takes the hinting fault where the workload would anyway, then asks again.
-    fn placement(&self, buf: &[u8], settle: Settle) -> Result<Placement> {
+    fn placement(&self, buf: &[AtomicU8], settle: Settle) -> Result<Placement> {
         Ok(self.tally(&Self::statuses(buf, settle)?))
     }
 
     /// Each page's node (or negative errno) in `buf`, as [`Self::placement`] settles them.
-    fn statuses(buf: &[u8], settle: Settle) -> Result<Vec<i32>> {
+    fn statuses(buf: &[AtomicU8], settle: Settle) -> Result<Vec<i32>> {
         let base = buf.as_ptr() as u64;
         let pages: Vec<u64> = (0..buf.len() / PAGE)
             .map(|i| base + (i * PAGE) as u64)
@@ -173,7 +172,7 @@ impl Machine {
             match settle {
                 Settle::Touch => {
                     for &i in &absent {
-                        std::hint::black_box(buf[i * PAGE]);
+                        std::hint::black_box(buf[i * PAGE].load(Ordering::Relaxed));
                     }
                 }
                 Settle::WhileUsed if started.elapsed() < Duration::from_secs(3) => {
@@ -210,7 +209,7 @@ impl Machine {
     }
 
     /// Whether every 2 MiB-aligned chunk of the buffer is on a single node.
-    fn huge_uniform(&self, buf: &[u8]) -> Result<bool> {
+    fn huge_uniform(&self, buf: &[AtomicU8]) -> Result<bool> {
         let base = buf.as_ptr() as u64;
         let huge = 2u64 << 20;
         let first = base.div_ceil(huge) * huge;
@@ -257,23 +256,42 @@ fn line(label: &str, p: &Placement) -> String {
     format!("mgen {label} {}", fields.join(" "))
 }
 
-/// A buffer touched page by page from the calling thread.
-fn touched(mib: usize) -> Vec<u8> {
-    let mut v = vec![0u8; mib << 20];
-    for i in (0..v.len()).step_by(PAGE) {
-        v[i] = 1;
-    }
-    v
+/// A page-aligned buffer that several threads read and write. Its bytes are atomic, so that
+/// sharing it is sound; relaxed loads and stores compile to plain byte accesses, so the
+/// memory traffic is the workload's. It is allocated zeroed (calloc), so that no page is
+/// touched until the workload touches it from a known node.
+struct Buffer {
+    whole: Box<[AtomicU8]>,
+    offset: usize,
+    len: usize,
 }
 
-/// The page-aligned first `bytes` (whole pages) of `whole`, which has a page to spare, touched
-/// page by page from the calling thread after binding them to node `bind` with
-/// MPOL_F_NUMA_BALANCING, when given.
-fn touched_in(whole: &mut [u8], bytes: usize, bind: Option<u16>) -> Result<&mut [u8]> {
-    let offset = (whole.as_ptr() as usize).next_multiple_of(PAGE) - whole.as_ptr() as usize;
-    let buf = whole
-        .get_mut(offset..offset + bytes / PAGE * PAGE)
-        .context("buffer too small")?;
+impl Buffer {
+    /// `bytes` (rounded down to whole pages), page-aligned, untouched.
+    fn new(bytes: usize) -> Result<Self> {
+        let len = bytes / PAGE * PAGE;
+        let whole = bytemuck::allocation::try_zeroed_slice_box::<AtomicU8>(len + PAGE)
+            .map_err(|()| anyhow::anyhow!("cannot allocate {len} bytes"))?;
+        let base = whole.as_ptr() as usize;
+        let offset = base.next_multiple_of(PAGE) - base;
+        Ok(Self { whole, offset, len })
+    }
+
+    fn bytes(&self) -> &[AtomicU8] {
+        &self.whole[self.offset..self.offset + self.len]
+    }
+}
+
+/// A buffer touched page by page from the calling thread.
+fn touched(mib: usize) -> Result<Buffer> {
+    touched_in(mib << 20, None)
+}
+
+/// A buffer of `bytes` (whole pages) touched page by page from the calling thread after
+/// binding it to node `bind` with MPOL_F_NUMA_BALANCING, when given.
+fn touched_in(bytes: usize, bind: Option<u16>) -> Result<Buffer> {
+    let buffer = Buffer::new(bytes)?;
+    let buf = buffer.bytes();
     if let Some(node) = bind {
         RealSys::new()
             .mbind(
@@ -286,29 +304,30 @@ fn touched_in(whole: &mut [u8], bytes: usize, bind: Option<u16>) -> Result<&mut 
             .map_err(|e| anyhow::anyhow!("mbind to node {node}: {e}"))?;
     }
     for i in (0..buf.len()).step_by(PAGE) {
-        buf[i] = 1;
+        buf[i].store(1, Ordering::Relaxed);
     }
-    Ok(buf)
+    Ok(buffer)
 }
 
 /// Reads (and optionally writes) `buf` until `stop`, returning a checksum so the work is not
 /// optimised away.
-fn churn(buf: &mut [u8], stop: &AtomicBool, write_every: usize) -> u64 {
+fn churn(buf: &[AtomicU8], stop: &AtomicBool, write_every: usize) -> u64 {
     let mut sum = 0u64;
     let mut n = 0usize;
     while !stop.load(Ordering::Relaxed) {
         for i in (0..buf.len()).step_by(64) {
-            sum = sum.wrapping_add(u64::from(buf[i]));
+            let v = buf[i].load(Ordering::Relaxed);
+            sum = sum.wrapping_add(u64::from(v));
             n += 1;
             if write_every > 0 && n % write_every == 0 {
-                buf[i] = buf[i].wrapping_add(1);
+                buf[i].store(v.wrapping_add(1), Ordering::Relaxed);
             }
         }
     }
     sum
 }
 
-fn run_for(secs: f64, stop: &Arc<AtomicBool>) {
+fn run_for(secs: f64, stop: &AtomicBool) {
     std::thread::sleep(Duration::from_secs_f64(secs));
     stop.store(true, Ordering::Relaxed);
 }
@@ -322,16 +341,19 @@ fn main() -> Result<()> {
     if m.nodes == 0 || m.cpus_per_node == 0 {
         bail!("--nodes and --cpus-per-node must be positive");
     }
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = AtomicBool::new(false);
     match cli.workload {
         Workload::Touch { mib, secs } => {
             m.pin(0)?;
-            let buf = touched(mib);
+            let buf = touched(mib)?;
             std::thread::sleep(Duration::from_secs_f64(secs));
             println!(
                 "{} huge_uniform={}",
-                line("placement buffer", &m.placement(&buf, Settle::Touch)?),
-                u8::from(m.huge_uniform(&buf)?)
+                line(
+                    "placement buffer",
+                    &m.placement(buf.bytes(), Settle::Touch)?
+                ),
+                u8::from(m.huge_uniform(buf.bytes())?)
             );
         }
         Workload::SharedBuffer { mib, secs, .. } | Workload::ReadMostly { mib, secs } => {
@@ -341,109 +363,150 @@ fn main() -> Result<()> {
                 0
             };
             let bound = matches!(cli.workload, Workload::SharedBuffer { bound: true, .. });
-            m.pin(0)?;
-            let mut whole = vec![0u8; (mib << 20) + PAGE];
-            let buf = &*touched_in(&mut whole, mib << 20, bound.then_some(0))?;
-            let ptr = buf.as_ptr() as usize;
-            let len = buf.len();
-            let mut handles = Vec::new();
-            for node in (0..m.nodes).filter(|&n| !(bound && n == 0)) {
-                let stop = Arc::clone(&stop);
-                let cpus = m.cpus_of(node);
-                handles.push(std::thread::spawn(move || -> Result<u64> {
-                    RealSys::new()
-                        .sched_setaffinity(Tid(0), &cpus)
-                        .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
-                    Ok(churn(unsafe_slice(ptr, len), &stop, write_every))
-                }));
-            }
-            // Measured while the readers still run (see `Machine::placement`).
-            std::thread::sleep(Duration::from_secs_f64(secs));
-            let placement = m.placement(buf, Settle::WhileUsed);
-            let uniform = m.huge_uniform(buf);
-            stop.store(true, Ordering::Relaxed);
-            for h in handles {
-                let _ = h.join();
-            }
-            println!(
-                "{} huge_uniform={}",
-                line("placement buffer", &placement?),
-                u8::from(uniform?)
-            );
+            shared(m, mib, secs, bound, write_every, &stop)?;
         }
         Workload::Partitioned {
             mib,
             secs,
             bound,
             late,
-        } => {
+        } => partitioned(m, mib, secs, bound, late, &stop)?,
+        Workload::Misplaced { mib, secs } => misplaced(m, mib, secs, &stop)?,
+        Workload::ExitEarly { mib, secs } => {
             m.pin(0)?;
-            let mut whole = vec![0u8; (mib << 20) + PAGE];
-            let buf = touched_in(&mut whole, mib << 20, bound.then_some(0))?;
-            let block = buf.len() / m.nodes;
-            let chunks: Vec<(usize, usize)> = buf
-                .chunks_mut(block)
-                .take(m.nodes)
-                .map(|c| (c.as_mut_ptr() as usize, c.len()))
-                .collect();
-            let start = {
-                let stop = Arc::clone(&stop);
-                move || -> Vec<std::thread::JoinHandle<Result<u64>>> {
-                    chunks
-                        .into_iter()
-                        .enumerate()
-                        .map(|(node, (ptr, len))| {
-                            let stop = Arc::clone(&stop);
-                            let cpus = m.cpus_of(node);
-                            std::thread::spawn(move || -> Result<u64> {
-                                RealSys::new()
-                                    .sched_setaffinity(Tid(0), &cpus)
-                                    .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
-                                Ok(churn(unsafe_slice(ptr, len), &stop, 16))
-                            })
-                        })
-                        .collect()
+            let buffer = touched(mib)?;
+            let buf = buffer.bytes();
+            std::thread::scope(|s| {
+                for node in 0..m.nodes {
+                    let cpus = m.cpus_of(node);
+                    let stop = &stop;
+                    s.spawn(move || {
+                        let _ = RealSys::new().sched_setaffinity(Tid(0), &cpus);
+                        churn(buf, stop, 0)
+                    });
                 }
-            };
-            // The blocks are measured together, while their threads still run (see
-            // `Machine::placement`).
-            let measure = || -> Result<Vec<Placement>> {
-                let statuses = Machine::statuses(&buf[..block * m.nodes], Settle::WhileUsed)?;
-                Ok(statuses
-                    .chunks(block / PAGE)
-                    .map(|block| m.tally(block))
-                    .collect())
-            };
-            // The block threads are started (after `late` seconds) and waited for by a manager
-            // thread.
-            let manager = std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_secs_f64(late));
-                for h in start() {
-                    let _ = h.join();
+                let started = Instant::now();
+                while started.elapsed().as_secs_f64() < secs {
+                    std::thread::sleep(Duration::from_millis(10));
                 }
+                println!("mgen exiting early");
+                std::process::exit(3);
             });
-            std::thread::sleep(Duration::from_secs_f64(late + secs));
-            let placements = measure();
-            stop.store(true, Ordering::Relaxed);
-            let _ = manager.join();
-            for (node, p) in placements?.iter().enumerate() {
-                println!("{}", line(&format!("block {node}"), p));
-            }
         }
-        Workload::Misplaced { mib, secs } => {
-            if m.nodes < 4 {
-                bail!("misplaced needs at least 4 nodes");
+    }
+    Ok(())
+}
+
+/// One thread on node 0 touches a buffer (bound to node 0 if `bound`); then one thread per
+/// node (but node 0 if `bound`) reads it, writing a byte every `write_every` reads.
+fn shared(
+    m: Machine,
+    mib: usize,
+    secs: f64,
+    bound: bool,
+    write_every: usize,
+    stop: &AtomicBool,
+) -> Result<()> {
+    m.pin(0)?;
+    let buffer = touched_in(mib << 20, bound.then_some(0))?;
+    let buf = buffer.bytes();
+    let (placement, uniform) = std::thread::scope(|s| {
+        for node in (0..m.nodes).filter(|&n| !(bound && n == 0)) {
+            let cpus = m.cpus_of(node);
+            s.spawn(move || -> Result<u64> {
+                RealSys::new()
+                    .sched_setaffinity(Tid(0), &cpus)
+                    .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
+                Ok(churn(buf, stop, write_every))
+            });
+        }
+        // Measured while the readers still run (see `Machine::placement`).
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        let placement = m.placement(buf, Settle::WhileUsed);
+        let uniform = m.huge_uniform(buf);
+        stop.store(true, Ordering::Relaxed);
+        (placement, uniform)
+    });
+    println!(
+        "{} huge_uniform={}",
+        line("placement buffer", &placement?),
+        u8::from(uniform?)
+    );
+    Ok(())
+}
+
+/// A thread on node 0 touches the whole array; then thread i reads and writes block i from
+/// node i, started `late` seconds in by a manager thread.
+fn partitioned(
+    m: Machine,
+    mib: usize,
+    secs: f64,
+    bound: bool,
+    late: f64,
+    stop: &AtomicBool,
+) -> Result<()> {
+    m.pin(0)?;
+    let buffer = touched_in(mib << 20, bound.then_some(0))?;
+    let buf = buffer.bytes();
+    let block = buf.len() / m.nodes;
+    let placements = std::thread::scope(|s| {
+        // The block threads are started (after `late` seconds) and waited for by a manager
+        // thread, which runs from the start, as a thread pool's would.
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_secs_f64(late));
+            let workers: Vec<_> = buf
+                .chunks(block)
+                .take(m.nodes)
+                .enumerate()
+                .map(|(node, chunk)| {
+                    let cpus = m.cpus_of(node);
+                    s.spawn(move || -> Result<u64> {
+                        RealSys::new()
+                            .sched_setaffinity(Tid(0), &cpus)
+                            .map_err(|e| anyhow::anyhow!("pinning: {e}"))?;
+                        Ok(churn(chunk, stop, 16))
+                    })
+                })
+                .collect();
+            for w in workers {
+                let _ = w.join();
             }
-            m.pin(0)?; // the main thread, so that it does not occupy node 3's CPUs
-            let block = (mib << 20) / 3;
-            let mut handles = Vec::new();
-            for (i, home) in [(0usize, 1usize), (1, 0), (2, 3)] {
-                let stop = Arc::clone(&stop);
-                handles.push(std::thread::spawn(move || -> Result<String> {
+        });
+        std::thread::sleep(Duration::from_secs_f64(late + secs));
+        // The blocks are measured together, while their threads still run (see
+        // `Machine::placement`).
+        let placements =
+            Machine::statuses(&buf[..block * m.nodes], Settle::WhileUsed).map(|statuses| {
+                statuses
+                    .chunks(block / PAGE)
+                    .map(|b| m.tally(b))
+                    .collect::<Vec<_>>()
+            });
+        stop.store(true, Ordering::Relaxed);
+        placements
+    });
+    for (node, p) in placements?.iter().enumerate() {
+        println!("{}", line(&format!("block {node}"), p));
+    }
+    Ok(())
+}
+
+/// Threads pinned to the wrong nodes, each using a block bound to another node.
+fn misplaced(m: Machine, mib: usize, secs: f64, stop: &AtomicBool) -> Result<()> {
+    if m.nodes < 4 {
+        bail!("misplaced needs at least 4 nodes");
+    }
+    m.pin(0)?; // the main thread, so that it does not occupy node 3's CPUs
+    let block = (mib << 20) / 3;
+    let lines = std::thread::scope(|s| {
+        let handles: Vec<_> = [(0usize, 1usize), (1, 0), (2, 3)]
+            .into_iter()
+            .map(|(i, home)| {
+                s.spawn(move || -> Result<String> {
                     m.pin(i)?;
-                    let mut whole = vec![0u8; block + PAGE];
-                    let used = touched_in(&mut whole, block, Some(home as u16))?;
-                    churn(used, &stop, 16);
+                    let buffer = touched_in(block, Some(home as u16))?;
+                    let used = buffer.bytes();
+                    churn(used, stop, 16);
                     let status = std::fs::read_to_string("/proc/thread-self/status")
                         .context("reading /proc/thread-self/status")?;
                     let allowed = status
@@ -458,44 +521,20 @@ fn main() -> Result<()> {
                         "{} home={home} cpus={allowed}",
                         line(&format!("thread {i}"), &per)
                     ))
-                }));
-            }
-            run_for(secs, &stop);
-            for h in handles {
-                match h.join() {
-                    Ok(Ok(l)) => println!("{l}"),
-                    Ok(Err(e)) => bail!("{e}"),
-                    Err(_) => bail!("a worker thread panicked"),
-                }
-            }
-        }
-        Workload::ExitEarly { mib, secs } => {
-            m.pin(0)?;
-            let buf = touched(mib);
-            let (ptr, len) = (buf.as_ptr() as usize, buf.len());
-            for node in 0..m.nodes {
-                let stop = Arc::clone(&stop);
-                let cpus = m.cpus_of(node);
-                std::thread::spawn(move || {
-                    let _ = RealSys::new().sched_setaffinity(Tid(0), &cpus);
-                    churn(unsafe_slice(ptr, len), &stop, 0)
-                });
-            }
-            let started = Instant::now();
-            while started.elapsed().as_secs_f64() < secs {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            println!("mgen exiting early");
-            std::process::exit(3);
-        }
+                })
+            })
+            .collect();
+        run_for(secs, stop);
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(r) => r,
+                Err(_) => bail!("a worker thread panicked"),
+            })
+            .collect::<Result<Vec<String>>>()
+    })?;
+    for l in lines {
+        println!("{l}");
     }
     Ok(())
-}
-
-/// A mutable view of a buffer shared between workload threads.
-fn unsafe_slice(ptr: usize, len: usize) -> &'static mut [u8] {
-    // SAFETY: the buffers outlive every thread that views them (the main thread joins the
-    // threads, or exits the process, before dropping them); concurrent byte reads and rare
-    // byte writes are the point of the workload and never create invalid values of u8.
-    unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) }
 }

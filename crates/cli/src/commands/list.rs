@@ -1,0 +1,170 @@
+//! `rondpoint list`: what rondpoint knows: policies (with what each needs of a machine and its
+//! parameters), simulator presets, and what this machine offers the policies.
+
+use crate::format;
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use rondpoint_engine::Machine;
+use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
+use rondpoint_linux::sys::RealSys;
+use rondpoint_model::{Capabilities, Need, Support};
+use rondpoint_policy::{PolicyConfig, Registry};
+use rondpoint_sim::presets;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// What to list.
+    #[arg(value_enum, default_value = "policies")]
+    what: What,
+    /// With `policies`: every parameter with its default (as a --config file would set it).
+    #[arg(long)]
+    params: bool,
+    /// With `capabilities`: read the topology from DIR instead of /sys.
+    #[arg(long, value_name = "DIR", default_value = "/sys")]
+    sysfs_root: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum What {
+    /// Placement policies: family, source, what each needs of the machine.
+    Policies,
+    /// The simulator's machine presets.
+    Machines,
+    /// The simulator's workload presets.
+    Workloads,
+    /// What this machine's live backend can observe and do (`rondpoint run`).
+    Capabilities,
+}
+
+#[derive(Debug, Serialize)]
+struct PolicyRow {
+    name: &'static str,
+    family: &'static str,
+    source: &'static str,
+    summary: &'static str,
+    in_all: bool,
+    needs: Vec<Need>,
+    params: toml::Table,
+}
+
+fn policies() -> Result<Vec<PolicyRow>> {
+    let registry = Registry::builtin();
+    registry
+        .rows()
+        .map(|row| {
+            let policy = registry.build(row.name, &PolicyConfig::default())?;
+            Ok(PolicyRow {
+                name: row.name,
+                family: row.family.name(),
+                source: row.source,
+                summary: row.summary,
+                in_all: row.in_all,
+                needs: policy.needs(),
+                params: (row.defaults)(),
+            })
+        })
+        .collect()
+}
+
+pub fn run(args: &ListArgs) -> Result<ExitCode> {
+    match args.what {
+        What::Policies => {
+            let rows = policies()?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", render_policies(&rows, args.params));
+            }
+        }
+        What::Machines | What::Workloads => {
+            let table = if args.what == What::Machines {
+                presets::MACHINES
+            } else {
+                presets::WORKLOADS
+            };
+            let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&names)?);
+            } else {
+                println!("{}", names.join("\n"));
+            }
+        }
+        What::Capabilities => {
+            let caps = live_capabilities(&args.sysfs_root)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&caps)?);
+            } else {
+                print!("{}", render_capabilities(&caps));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The capabilities `rondpoint run` would have here (a machine that launches its program).
+fn live_capabilities(sysfs_root: &std::path::Path) -> Result<Capabilities> {
+    let topology = rondpoint_linux::discover(sysfs_root)
+        .context("reading the NUMA topology")?
+        .topology;
+    let config = LiveConfig {
+        sysfs_root: sysfs_root.to_path_buf(),
+        ..LiveConfig::default()
+    };
+    let machine = LinuxMachine::to_launch(RealSys::new(), topology, config, Vec::new());
+    Ok(machine.capabilities())
+}
+
+fn render_policies(rows: &[PolicyRow], params: bool) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for r in rows {
+        let _ = writeln!(out, "{} ({}, {})", r.name, r.family, r.source);
+        let _ = writeln!(out, "    {}", r.summary);
+        for need in &r.needs {
+            let caps: Vec<&str> = need.any_of.iter().map(|c| c.name()).collect();
+            let _ = writeln!(
+                out,
+                "    needs {}{}: {}",
+                caps.join(" or "),
+                if need.exact { " (exactly)" } else { "" },
+                need.why
+            );
+        }
+        if params && !r.params.is_empty() {
+            let text = toml::to_string(&r.params).unwrap_or_default();
+            let _ = writeln!(out, "    [{}]", r.name);
+            for line in text.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+    }
+    out
+}
+
+fn render_capabilities(caps: &Capabilities) -> String {
+    let rows = caps
+        .iter()
+        .map(|(c, s)| {
+            let (level, how) = match s {
+                Support::Full => ("yes", String::new()),
+                Support::Estimated(h) => ("estimated", h),
+                Support::Substituted(h) => ("substituted", h),
+                Support::Missing(h) => ("no", h),
+            };
+            vec![c.name().to_string(), level.to_string(), how]
+        })
+        .collect();
+    let mut out = format::table(
+        &["capability", "support", "how"],
+        &[false, false, false],
+        rows,
+    );
+    out.push('\n');
+    out
+}

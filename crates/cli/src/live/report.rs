@@ -1,0 +1,222 @@
+//! The end report of a live run or daemon, like `perf stat`'s.
+
+use crate::format;
+use crate::live::LiveOptions;
+use anyhow::Result;
+use rondpoint_engine::Accounting;
+use rondpoint_linux::machine::{LinuxMachine, LiveStats, Signals};
+use rondpoint_linux::sys::RealSys;
+use serde::Serialize;
+use std::time::Instant;
+
+/// The end report.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub command: Vec<String>,
+    pub policy: String,
+    pub dry_run: bool,
+    pub exit: Option<String>,
+    pub wall_s: f64,
+    pub epochs: u64,
+    pub signals: Signals,
+    pub stats: LiveStats,
+    pub actions: Accounting,
+    pub rondpoint_cpu_s: f64,
+    pub rondpoint_peak_rss_bytes: u64,
+    pub notes: Vec<String>,
+}
+
+impl RunReport {
+    /// The report of a finished live run, with notes on what limited what it could see.
+    pub fn new(
+        options: &LiveOptions,
+        command: Vec<String>,
+        exit: Option<String>,
+        started: Instant,
+        actions: Accounting,
+        machine: &mut LinuxMachine<RealSys>,
+        mut notes: Vec<String>,
+    ) -> Self {
+        let (cpu_ns, rss) = machine.own_usage();
+        let signals = machine.signals();
+        if let Some(e) = &signals.sampler_error {
+            notes.push(format!("no samples: {e}"));
+        }
+        if signals.numa_balancing != Some(1) {
+            notes.push(
+                "kernel.numa_balancing is not 1: only first-touch page faults were sampled, so \
+                 later accesses were not seen (set it to 1 to sample NUMA hinting faults)"
+                    .into(),
+            );
+        }
+        Self {
+            command,
+            policy: options.policy.clone(),
+            dry_run: options.dry_run,
+            exit,
+            wall_s: started.elapsed().as_secs_f64(),
+            epochs: actions.epochs,
+            signals: signals.clone(),
+            stats: machine.stats(),
+            actions,
+            rondpoint_cpu_s: cpu_ns as f64 / 1e9,
+            rondpoint_peak_rss_bytes: rss,
+            notes,
+        }
+    }
+
+    /// Prints the report: JSON on stdout, or the table on stderr.
+    pub fn print(&self, json: bool) -> Result<()> {
+        if json {
+            println!("{}", serde_json::to_string_pretty(self)?);
+        } else {
+            eprint!("{}", render(self));
+        }
+        Ok(())
+    }
+}
+
+fn pages_row(label: &str, pages: &Option<Vec<u64>>) -> Vec<String> {
+    let mut row = vec![label.to_string()];
+    match pages {
+        Some(p) => {
+            let total: u64 = p.iter().sum::<u64>().max(1);
+            row.extend(p.iter().map(|&x| {
+                format!(
+                    "{} ({:.0}%)",
+                    format::bytes(x * 4096),
+                    100.0 * x as f64 / total as f64
+                )
+            }));
+        }
+        None => row.push("-".into()),
+    }
+    row
+}
+
+/// The human-readable end report.
+pub fn render(r: &RunReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n rondpoint report for '{}' (policy {}{}):\n",
+        r.command.join(" "),
+        r.policy,
+        if r.dry_run {
+            ", dry run: nothing was changed"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "   {:>12.3} s wall time, {} epochs",
+        r.wall_s, r.epochs
+    );
+    let _ = writeln!(
+        out,
+        "   {:>12}   program {}",
+        "",
+        r.exit.as_deref().unwrap_or("still running")
+    );
+    let _ = writeln!(
+        out,
+        "   {:>12}   samples ({} drained during epochs, {} lost, sampler throttled {} times), \
+         from {}",
+        r.stats.samples,
+        r.stats.samples_drained,
+        r.stats.lost_samples,
+        r.stats.sampler_throttled,
+        r.signals.sampler.as_deref().unwrap_or("no sampler")
+    );
+    if !r.signals.estimated.is_empty() {
+        let _ = writeln!(
+            out,
+            "   {:>12}   estimated, not counted: {}",
+            "",
+            r.signals.estimated.join("; ")
+        );
+    }
+    for (t, totals) in &r.actions.by_technique {
+        let _ = writeln!(
+            out,
+            "   {:>12}   {t}: {} actions ({} applied, {} partial, {} failed, {} skipped, {} substituted), {} pages placed, {} copied",
+            "",
+            totals.actions,
+            totals.applied,
+            totals.partial,
+            totals.failed,
+            totals.skipped,
+            totals.substituted,
+            totals.pages_done,
+            format::bytes(totals.bytes_copied)
+        );
+        if !totals.pages_failed_by_reason.is_empty() {
+            let why: Vec<String> = totals
+                .pages_failed_by_reason
+                .iter()
+                .map(|(reason, pages)| format!("{pages} {reason}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "   {:>12}   {t}: pages not placed: {}",
+                "",
+                why.join(", ")
+            );
+        }
+    }
+    if r.actions.by_technique.is_empty() {
+        let _ = writeln!(out, "   {:>12}   no placement actions", "");
+    }
+    let n = r
+        .stats
+        .pages_first
+        .as_ref()
+        .or(r.stats.pages_last.as_ref())
+        .map_or(0, Vec::len);
+    if n > 0 {
+        let mut header = vec!["placement".to_string()];
+        header.extend((0..n).map(|i| format!("node{i}")));
+        let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let right: Vec<bool> = (0..=n).map(|i| i > 0).collect();
+        let table = format::table(
+            &refs,
+            &right,
+            vec![
+                pages_row("first epoch", &r.stats.pages_first),
+                pages_row("last epoch", &r.stats.pages_last),
+            ],
+        );
+        out.push('\n');
+        for line in table.lines() {
+            let _ = writeln!(out, "   {line}");
+        }
+    }
+    let lar = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |x| format!("{:.0}%", 100.0 * x));
+    let _ = writeln!(
+        out,
+        "\n   local access ratio of sampled accesses: {} first epoch, {} last epoch",
+        lar(r.stats.lar_first),
+        lar(r.stats.lar_last)
+    );
+    if let Some(k) = r.stats.kernel_balancing {
+        let _ = writeln!(
+            out,
+            "   kernel NUMA balancing meanwhile (whole machine): {} hinting faults, {} pages \
+             migrated by the kernel",
+            k.hint_faults, k.pages_migrated
+        );
+    }
+    let _ = writeln!(
+        out,
+        "   rondpoint itself: {:.3} s CPU ({:.2}% of one core), {} peak memory",
+        r.rondpoint_cpu_s,
+        100.0 * r.rondpoint_cpu_s / r.wall_s.max(1e-9),
+        format::bytes(r.rondpoint_peak_rss_bytes)
+    );
+    for n in &r.notes {
+        let _ = writeln!(out, "   note: {n}");
+    }
+    out
+}

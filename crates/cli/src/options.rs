@@ -1,0 +1,55 @@
+//! Options several subcommands take.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use rondpoint_policy::{PolicyConfig, Registry};
+use std::path::PathBuf;
+
+/// `--config` and `--set`: the parameters of every policy a command builds.
+#[derive(Debug, Args)]
+pub struct PolicyOptions {
+    /// Policy parameters: a TOML file with one table per policy ([carrefour], [autonuma], ...);
+    /// `rondpoint list policies --params` prints every parameter with its default, and
+    /// docs/policies.md explains them.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Set one policy parameter, over the --config file (repeatable), e.g.
+    /// `--set carrefour.techniques=interleaving,co-location` (the ablation of the Carrefour
+    /// paper's Table 4) or `--set autonuma.scan_size_mb=64`. VALUE is a TOML value, or a
+    /// comma-separated list.
+    #[arg(long = "set", value_name = "POLICY.KEY=VALUE")]
+    set: Vec<String>,
+}
+
+impl PolicyOptions {
+    /// The configuration file with the `--set` values on top, checked against the policies.
+    pub fn config(&self) -> Result<PolicyConfig> {
+        let registry = Registry::builtin();
+        let mut config = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading policy configuration {}", path.display()))?;
+                PolicyConfig::from_toml(&text)
+                    .with_context(|| format!("in policy configuration {}", path.display()))?
+            }
+            None => PolicyConfig::default(),
+        };
+        for arg in &self.set {
+            registry.set_arg(&mut config, arg)?;
+        }
+        registry
+            .check(&config)
+            .with_context(|| match &self.config {
+                Some(path) if self.set.is_empty() => {
+                    format!("in policy configuration {}", path.display())
+                }
+                Some(path) => format!(
+                    "in policy configuration {} with --set {}",
+                    path.display(),
+                    self.set.join(" --set ")
+                ),
+                None => format!("in --set {}", self.set.join(" --set ")),
+            })?;
+        Ok(config)
+    }
+}
