@@ -95,6 +95,11 @@ impl Region {
         self.pages.len() as u64 * self.page_size.bytes()
     }
 
+    /// First virtual address of page `page`.
+    pub fn page_addr(&self, page: usize) -> u64 {
+        self.base + page as u64 * self.page_size.bytes()
+    }
+
     /// How popular its pages are within a block.
     pub fn popularity(&self) -> Popularity {
         self.popularity
