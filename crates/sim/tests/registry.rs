@@ -28,7 +28,10 @@ impl Policy for ToyBind {
         "toy-bind"
     }
     fn needs(&self) -> Vec<Need> {
-        vec![Need::one(Capability::MemPolicies, "to bind memory at launch")]
+        vec![Need::one(
+            Capability::MemPolicies,
+            "to bind memory at launch",
+        )]
     }
     fn start(&mut self, _: &Topology, procs: &[ProcessInfo]) -> Vec<Action> {
         procs
@@ -82,7 +85,11 @@ fn a_toy_policy_registered_by_one_row_runs_in_the_simulator() {
     assert_eq!(acct.by_technique["set-mempolicy"].applied, 1);
     let pages = machine.pages_per_node();
     assert!(pages[2] > 0, "{pages:?}");
-    assert_eq!(pages.iter().sum::<u64>(), pages[2], "all on node 2: {pages:?}");
+    assert_eq!(
+        pages.iter().sum::<u64>(),
+        pages[2],
+        "all on node 2: {pages:?}"
+    );
 
     // A bad value is refused when the configuration is checked, naming the key.
     let mut bad = PolicyConfig::default();
@@ -91,5 +98,10 @@ fn a_toy_policy_registered_by_one_row_runs_in_the_simulator() {
     assert!(err.contains("[toy-bind]") && err.contains("nodes"), "{err}");
     // rondpoint's own registry does not know it.
     assert!(rondpoint_policy::by_name("toy-bind").is_err());
-    assert!(machine.capabilities().check("toy-bind", &policy.needs()).is_ok());
+    assert!(
+        machine
+            .capabilities()
+            .check("toy-bind", &policy.needs())
+            .is_ok()
+    );
 }

@@ -27,8 +27,8 @@ use crate::spec::MachineSpec;
 use rand_pcg::Pcg64Mcg;
 use rondpoint_engine::Machine;
 use rondpoint_model::{
-    Action, Collapse, CpuId, MemPolicy, NodeId, Observation, Outcome, PageRange, Pid, ProcessInfo,
-    Sample, SamplingRequest, ThreadInfo, Tid, Topology,
+    Action, Capabilities, Collapse, CpuId, MemPolicy, NodeId, Observation, Outcome, PageRange, Pid,
+    ProcessInfo, Sample, SamplingRequest, ThreadInfo, Tid, Topology,
 };
 use thiserror::Error;
 
@@ -313,6 +313,12 @@ impl Machine for SimMachine {
 
     fn topology(&self) -> &Topology {
         &self.spec.topology
+    }
+
+    /// The simulator counts, samples and does everything a policy may ask for, ground truth
+    /// included.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all()
     }
 
     fn processes(&self) -> Vec<ProcessInfo> {
