@@ -289,12 +289,12 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     if config.epoch_ns == 0 {
         return Err(EngineError::ZeroEpoch);
     }
+    let capabilities = machine.capabilities();
     let mut acct = Accounting {
-        reduced: machine
-            .capabilities()
-            .check(policy.name(), &policy.needs())?,
+        reduced: capabilities.check(policy.name(), &policy.needs())?,
         ..Accounting::default()
     };
+    policy.configure(&capabilities);
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
     machine.set_sampling(&policy.sampling());
 

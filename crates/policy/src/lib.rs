@@ -15,7 +15,9 @@ pub mod oracle;
 pub mod registry;
 
 pub use registry::{BUILTIN, Family, Params, PolicyInfo, Registry};
-use rondpoint_model::{Action, Need, Observation, ProcessInfo, Sample, SamplingRequest, Topology};
+use rondpoint_model::{
+    Action, Capabilities, Need, Observation, ProcessInfo, Sample, SamplingRequest, Topology,
+};
 use thiserror::Error;
 
 /// A placement policy.
@@ -27,6 +29,14 @@ pub trait Policy {
     /// refuses to run a policy whose needs the machine cannot meet, naming what is missing
     /// (see [`rondpoint_model::Capabilities::check`]).
     fn needs(&self) -> Vec<Need>;
+
+    /// What the machine offers, given once before the run after [`Policy::needs`] was found
+    /// met, so that a policy with more than one way of working (at allocation time where the
+    /// machine can, by migration afterwards where it cannot) takes the one the machine
+    /// supports. The default ignores it.
+    fn configure(&mut self, capabilities: &Capabilities) {
+        let _ = capabilities;
+    }
 
     /// Decisions taken before the managed programs start (allocation policies, pinning).
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
