@@ -7,7 +7,7 @@
 //! tuning, and bug reports from users' machines.
 
 use crate::{EpochReport, Policy};
-use rondpoint_model::{Action, Observation, Outcome, ProcessInfo, Topology};
+use rondpoint_model::{Action, Capabilities, Observation, Outcome, ProcessInfo, Topology};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use thiserror::Error;
@@ -42,6 +42,10 @@ pub enum RecordLine {
         source: String,
         topology: Topology,
         processes: Vec<ProcessInfo>,
+        /// What the recorded machine could observe and do (absent from recordings made
+        /// before rondpoint recorded it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        capabilities: Option<Capabilities>,
     },
     Epoch {
         observation: Observation,
@@ -60,6 +64,14 @@ impl RecordLine {
     }
 }
 
+/// The machine a recording starts from.
+#[derive(Clone, Copy, Debug)]
+pub struct Header<'a> {
+    pub topology: &'a Topology,
+    pub processes: &'a [ProcessInfo],
+    pub capabilities: &'a Capabilities,
+}
+
 /// Writes a recording.
 #[derive(Debug)]
 pub struct Recorder<W: Write> {
@@ -74,15 +86,15 @@ impl<W: Write> Recorder<W> {
     pub fn new(
         mut out: W,
         source: &str,
-        topology: &Topology,
-        processes: &[ProcessInfo],
+        machine: &Header<'_>,
         max_samples: Option<usize>,
     ) -> Result<Self, RecordError> {
         let header = RecordLine::Header {
             version: FORMAT_VERSION,
             source: source.to_string(),
-            topology: topology.clone(),
-            processes: processes.to_vec(),
+            topology: machine.topology.clone(),
+            processes: machine.processes.to_vec(),
+            capabilities: Some(machine.capabilities.clone()),
         };
         write_line(&mut out, &header)?;
         Ok(Self { out, max_samples })
@@ -144,6 +156,8 @@ pub struct Recording {
     pub source: String,
     pub topology: Topology,
     pub processes: Vec<ProcessInfo>,
+    /// What the recorded machine could observe and do, when the recording says.
+    pub capabilities: Option<Capabilities>,
     /// Observations with what the recording policy did.
     pub epochs: Vec<(Observation, Vec<Action>, Vec<Outcome>)>,
 }
@@ -166,7 +180,7 @@ pub fn read<R: BufRead>(input: R) -> Result<Recording, RecordError> {
         }
         Ok(None)
     };
-    let (source, topology, processes) = match next()? {
+    let (source, topology, processes, capabilities) = match next()? {
         None => return Err(RecordError::Empty),
         Some((
             _,
@@ -175,12 +189,13 @@ pub fn read<R: BufRead>(input: R) -> Result<Recording, RecordError> {
                 source,
                 topology,
                 processes,
+                capabilities,
             },
         )) => {
             if version != FORMAT_VERSION {
                 return Err(RecordError::Version { found: version });
             }
-            (source, topology, processes)
+            (source, topology, processes, capabilities)
         }
         Some((_, other)) => return Err(RecordError::NoHeader(other.kind())),
     };
@@ -204,6 +219,7 @@ pub fn read<R: BufRead>(input: R) -> Result<Recording, RecordError> {
         source,
         topology,
         processes,
+        capabilities,
         epochs,
     })
 }
@@ -238,7 +254,12 @@ fn same_actions(a: &[Action], b: &[Action]) -> bool {
 
 /// Runs `policy` over a recording. Returns its start decisions (taken on the recorded topology
 /// and processes, before any observation) and its decisions after each recorded observation.
+///
+/// The policy is configured with the recorded machine's capabilities (every capability for a
+/// recording that does not list them), so that it works as it would have there; its needs are
+/// not checked, since nothing is carried out.
 pub fn replay(policy: &mut dyn Policy, rec: &Recording) -> (Vec<Action>, Vec<ReplayedEpoch>) {
+    policy.configure(rec.capabilities.as_ref().unwrap_or(&Capabilities::all()));
     let start = policy.start(&rec.topology, &rec.processes);
     let epochs = rec
         .epochs
@@ -281,7 +302,13 @@ mod tests {
     #[test]
     fn record_then_replay_round_trips() {
         let topo = TopologyBuilder::new(2).build().unwrap();
-        let mut rec = Recorder::new(Vec::new(), "test", &topo, &[], Some(2)).unwrap();
+        let caps = Capabilities::none();
+        let header = Header {
+            topology: &topo,
+            processes: &[],
+            capabilities: &caps,
+        };
+        let mut rec = Recorder::new(Vec::new(), "test", &header, Some(2)).unwrap();
         for e in 0..3u64 {
             let obs = Observation {
                 epoch: e,
@@ -300,6 +327,7 @@ mod tests {
         let bytes = rec.finish().unwrap();
         let back = read(bytes.as_slice()).unwrap();
         assert_eq!(back.topology, topo);
+        assert_eq!(back.capabilities, Some(caps));
         assert_eq!(back.epochs.len(), 3);
         let (start, replayed) = replay(&mut Echo, &back);
         assert!(start.is_empty());
@@ -342,6 +370,7 @@ mod tests {
             source: String::new(),
             topology: topo,
             processes: vec![],
+            capabilities: None,
         })
         .unwrap();
         text.push('\n');

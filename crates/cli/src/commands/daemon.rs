@@ -4,7 +4,7 @@ use crate::live::{Live, LiveOptions, LiveRecording, RunReport, drive};
 use crate::signals;
 use anyhow::{Result, bail};
 use clap::Args;
-use rondpoint_engine::{EpochReport, Machine, OnStop};
+use rondpoint_engine::{EpochReport, OnStop};
 use rondpoint_linux::machine::{LinuxMachine, Selection};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::{OutcomeStatus, Pid};
@@ -98,7 +98,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
                 .join(", ")
         );
     }
-    let mut recording = opts.recording("daemon", machine.topology())?;
+    let mut recording = opts.recording("daemon", &machine)?;
     let started = Instant::now();
     let mut state = State {
         schema_version: 1,

@@ -5,7 +5,7 @@ use crate::format;
 use crate::options::PolicyOptions;
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use rondpoint_engine::record::{self, Recorder};
+use rondpoint_engine::record::{self, Header, Recorder};
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
 use rondpoint_model::Action;
 use rondpoint_sim::spec::MachineSpec;
@@ -64,11 +64,15 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         "sim machine={} workload={} policy={} seed={}",
         args.machine, args.workload, args.policy, args.seed
     );
+    let capabilities = machine.capabilities();
     let mut recorder = Recorder::new(
         BufWriter::new(file),
         &source,
-        machine.topology(),
-        &machine.processes(),
+        &Header {
+            topology: machine.topology(),
+            processes: &machine.processes(),
+            capabilities: &capabilities,
+        },
         Some(args.max_samples),
     )?;
     let engine = EngineConfig {

@@ -82,9 +82,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &topology)?;
-    let stop = signals::install()?;
     let machine = LinuxMachine::to_launch(RealSys::new(), topology, live, args.command.clone());
+    let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &machine)?;
+    let stop = signals::install()?;
     let started = Instant::now();
     let progress = std::io::stderr().is_terminal() && !opts.json;
     let label = &opts.policy;

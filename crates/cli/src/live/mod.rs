@@ -12,7 +12,7 @@ use crate::options::PolicyOptions;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::{
-    Accounting, EngineConfig, EpochReport, OnStop, RateLimits, StopSignal, WallClock,
+    Accounting, EngineConfig, EpochReport, Machine, OnStop, RateLimits, StopSignal, WallClock,
 };
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
 use rondpoint_linux::sys::RealSys;
@@ -67,14 +67,25 @@ pub struct LiveOptions {
 }
 
 impl LiveOptions {
-    /// The `--record` recording of a live `what` ("daemon", "run 'CMD'"), created now so that
-    /// a path that cannot be written stops the run before anything is managed.
-    pub fn recording(&self, what: &str, topology: &Topology) -> Result<Option<LiveRecording>> {
+    /// The `--record` recording of a live `what` ("daemon", "run 'CMD'") on `machine`,
+    /// created now so that a path that cannot be written stops the run before anything is
+    /// managed.
+    pub fn recording(
+        &self,
+        what: &str,
+        machine: &LinuxMachine<RealSys>,
+    ) -> Result<Option<LiveRecording>> {
         self.record
             .as_deref()
             .map(|path| {
                 let source = recording::live_source(what, &self.policy);
-                LiveRecording::create(path, source, topology, self.record_max_samples.0)
+                LiveRecording::create(
+                    path,
+                    source,
+                    machine.topology(),
+                    &machine.capabilities(),
+                    self.record_max_samples.0,
+                )
             })
             .transpose()
     }

@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result};
 use rondpoint_engine::EpochReport;
-use rondpoint_engine::record::Recorder;
-use rondpoint_model::{ProcessInfo, Topology};
+use rondpoint_engine::record::{Header, Recorder};
+use rondpoint_model::{Capabilities, ProcessInfo, Topology};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,7 @@ pub struct LiveRecording {
     path: PathBuf,
     source: String,
     topology: Topology,
+    capabilities: Capabilities,
     max_samples: Option<usize>,
     state: LiveState,
     epochs: u64,
@@ -36,6 +37,7 @@ impl LiveRecording {
         path: &Path,
         source: String,
         topology: &Topology,
+        capabilities: &Capabilities,
         max_samples: Option<usize>,
     ) -> Result<Self> {
         let file = File::create(path)
@@ -44,6 +46,7 @@ impl LiveRecording {
             path: path.to_path_buf(),
             source,
             topology: topology.clone(),
+            capabilities: capabilities.clone(),
             max_samples,
             state: LiveState::Created(file),
             epochs: 0,
@@ -58,8 +61,11 @@ impl LiveRecording {
             LiveState::Created(file) => match Recorder::new(
                 BufWriter::new(file),
                 &self.source,
-                &self.topology,
-                processes,
+                &Header {
+                    topology: &self.topology,
+                    processes,
+                    capabilities: &self.capabilities,
+                },
                 self.max_samples,
             ) {
                 Ok(recorder) => LiveState::Recording(recorder),
