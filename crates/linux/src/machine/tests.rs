@@ -2,9 +2,9 @@
 //! exact system calls, sample decoding, refusals.
 
 use super::*;
-use crate::sys::{Call, FakeSys};
+use crate::sys::{Call, FakeSys, MemPolicyMode, PerfFd};
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{CpuId, NodeList, PageRange};
+use rondpoint_model::{CpuId, MemPolicy, NodeList, PageRange, PageSize};
 
 const MEMHOG: Pid = Pid(4242);
 const HEAP: u64 = 0x55d4_ca1f_2000;
