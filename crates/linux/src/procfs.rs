@@ -269,11 +269,16 @@ impl ProcRoot {
         if let Some(text) = read_task_file(&rollup, &stat)? {
             return sum_anon_huge(&rollup, &text).map(Some);
         }
-        let smaps = self.pid_file(pid, "smaps");
-        match read_task_file(&smaps, &stat)? {
-            Some(text) => sum_anon_huge(&smaps, &text).map(Some),
+        match self.smaps(pid)? {
+            Some(text) => sum_anon_huge(&self.pid_file(pid, "smaps"), &text).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// `/proc/PID/smaps` as text; `None` for a process that is gone, a zombie or a kernel
+    /// thread (no memory map).
+    pub fn smaps(&self, pid: Pid) -> Result<Option<String>, ProcError> {
+        read_task_file(&self.pid_file(pid, "smaps"), &self.pid_file(pid, "stat"))
     }
 
     /// Children, grandchildren, ... of `pid` (not `pid` itself), sorted: through the kernel's
@@ -281,8 +286,11 @@ impl ProcRoot {
     /// ppid of every process's `stat`. A child created by any thread of `pid` has `pid` as its
     /// ppid (the parent's thread-group id).
     pub fn descendants(&self, pid: Pid) -> Result<Vec<Pid>, ProcError> {
-        if let Some(found) = self.descendants_by_children_files(pid) {
-            return Ok(found);
+        // The children files cost a few reads instead of one per process on the machine. When
+        // the root task has none (the kernel does not provide them, or the process is gone),
+        // every process's ppid is scanned.
+        if self.task_file(pid, Tid(pid.0), "children").is_file() {
+            return Ok(walk_descendants(pid, |p| self.children_by_files(p)));
         }
         let mut children: BTreeMap<Pid, Vec<Pid>> = BTreeMap::new();
         for p in self.pids()? {
@@ -290,48 +298,29 @@ impl ProcRoot {
                 children.entry(stat.ppid).or_default().push(p);
             }
         }
-        let mut found = BTreeSet::new();
-        let mut todo = vec![pid];
-        while let Some(p) = todo.pop() {
-            for &c in children.get(&p).map(Vec::as_slice).unwrap_or_default() {
-                if c != pid && found.insert(c) {
-                    todo.push(c);
-                }
-            }
-        }
-        Ok(found.into_iter().collect())
+        Ok(walk_descendants(pid, |p| {
+            children.get(&p).cloned().unwrap_or_default()
+        }))
     }
 
-    /// Descendants through `/proc/PID/task/TID/children` (CONFIG_PROC_CHILDREN), which costs a
-    /// few reads instead of one per process on the machine. `None` when the root task has no
-    /// such file (the kernel does not provide it, or the process is gone): the caller then
-    /// scans every process's ppid.
-    fn descendants_by_children_files(&self, pid: Pid) -> Option<Vec<Pid>> {
-        let probe = self.root.join(format!("{}/task/{}/children", pid.0, pid.0));
-        if !probe.is_file() {
-            return None;
-        }
-        let mut found = BTreeSet::new();
-        let mut todo = vec![pid];
-        while let Some(p) = todo.pop() {
-            let Ok(tasks) = std::fs::read_dir(self.root.join(format!("{}/task", p.0))) else {
-                continue; // exited meanwhile
+    /// The children of `pid` that its tasks' `/proc/PID/task/TID/children` files list; none
+    /// when it has exited meanwhile.
+    fn children_by_files(&self, pid: Pid) -> Vec<Pid> {
+        let Ok(Some(tids)) = numeric_entries(&self.pid_file(pid, "task"), true) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for tid in tids.into_iter().map(Tid) {
+            let path = self.task_file(pid, tid, "children");
+            let Ok(Some(text)) = read_task_file(&path, &self.task_file(pid, tid, "stat")) else {
+                continue;
             };
-            for task in tasks.flatten() {
-                let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
-                    continue;
-                };
-                for c in text
-                    .split_whitespace()
-                    .filter_map(|w| w.parse::<i32>().ok())
-                {
-                    if c != pid.0 && found.insert(Pid(c)) {
-                        todo.push(Pid(c));
-                    }
-                }
-            }
+            let pids = text
+                .split_whitespace()
+                .filter_map(|w| w.parse::<i32>().ok());
+            out.extend(pids.map(Pid));
         }
-        Some(found.into_iter().collect())
+        out
     }
 
     /// Processes whose comm matches `pattern`: an exact name, or a glob with `*` (any run of
@@ -423,6 +412,20 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
         }
     }
     p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Every process reachable from `pid` through `children` (not `pid` itself), sorted.
+fn walk_descendants(pid: Pid, mut children: impl FnMut(Pid) -> Vec<Pid>) -> Vec<Pid> {
+    let mut found = BTreeSet::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for c in children(p) {
+            if c != pid && found.insert(c) {
+                todo.push(c);
+            }
+        }
+    }
+    found.into_iter().collect()
 }
 
 fn malformed(path: &Path, what: impl Into<String>) -> ProcError {

@@ -380,6 +380,10 @@ fn thp_bytes_from_smaps_rollup_and_smaps() {
     // No smaps_rollup before 4.14: the sum over smaps.
     let old = ProcRoot::new(fixture("old-kernel"));
     assert_eq!(old.thp_bytes(Pid(777)).unwrap(), Some((4096 + 2048) << 10));
+    // The full smaps, as text; none where the process has no such file.
+    let smaps = old.smaps(Pid(777)).unwrap().unwrap_or_default();
+    assert!(smaps.contains("AnonHugePages:"), "{smaps}");
+    assert_eq!(numa4().smaps(Pid(4242)).unwrap(), None);
 }
 
 #[test]
@@ -396,6 +400,23 @@ fn descendants_through_ppid() {
     );
     assert!(p.descendants(Pid(4260)).unwrap().is_empty());
     assert!(p.descendants(Pid(9999)).unwrap().is_empty());
+}
+
+#[test]
+fn descendants_through_children_files() {
+    // With CONFIG_PROC_CHILDREN each task lists the children it created: those files are
+    // followed (here they name 777, which the ppid scan could not find), not every stat.
+    let (_dir, root) = scratch();
+    fs::write(root.join("4242/task/4242/children"), "4250 ").unwrap();
+    fs::write(root.join("4242/task/4243/children"), "5000 4242 ").unwrap();
+    fs::write(root.join("4250/task/4250/children"), "4260 777 ").unwrap();
+    let p = ProcRoot::new(&root);
+    assert_eq!(
+        p.descendants(Pid(4242)).unwrap(),
+        [777, 4250, 4260, 5000].map(Pid)
+    );
+    // A process with no children file of its own is scanned through the ppids.
+    assert_eq!(p.descendants(Pid(4260)).unwrap(), []);
 }
 
 #[test]

@@ -3,14 +3,20 @@
 //! Every path is relative to a root that plays the role of `/sys` (`--sysfs-root`). Errors name
 //! the file and say what was wrong with it; a missing optional file is not an error.
 
+mod node;
 mod topology;
 
+pub use node::NodeMeminfo;
 pub use topology::{Discovery, discover};
 
+use rondpoint_model::Pid;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
+
+/// The nodes' directory, relative to the root.
+const NODE_DIR: &str = "devices/system/node";
 
 /// What went wrong reading a sysfs tree.
 #[derive(Debug, Error)]
@@ -94,6 +100,14 @@ impl SysfsRoot {
         }
         names.sort();
         Ok(names)
+    }
+
+    /// The processes a cgroup v2 directory lists in its `cgroup.procs` (a line that is not a
+    /// pid is passed over). An absolute `dir` is read where it is, a relative one under the root.
+    pub fn cgroup_procs(&self, dir: &Path) -> Result<Vec<Pid>, SysfsError> {
+        let text = read_text(&self.root.join(dir).join("cgroup.procs"))?;
+        let pids = text.lines().filter_map(|l| l.trim().parse::<i32>().ok());
+        Ok(pids.map(Pid).collect())
     }
 
     /// A malformed-file error for `rel`.

@@ -12,13 +12,11 @@
 //! | `devices/system/node/nodeN/access{0,1}/initiators/{read,write}_{latency,bandwidth}` | no | HMAT (ns, MiB/s) |
 //! | `devices/system/cpu/cpuK/cache/indexI/{level,type,shared_cpu_list,size}` | no | the LLC is the highest-level data or unified cache |
 
-use super::{SysfsError, SysfsRoot};
+use super::{NODE_DIR, SysfsError, SysfsRoot};
 use rondpoint_model::cpulist;
 use rondpoint_model::{CpuId, Hmat, HmatPerf, LlcDomain, Node, NodeId, Topology};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-const NODE_DIR: &str = "devices/system/node";
 
 /// A discovered topology and what the reader noticed on the way (missing optional facts).
 #[derive(Clone, Debug)]
@@ -56,7 +54,7 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
             .into_iter()
             .map(CpuId)
             .collect();
-        let (mem_total_bytes, mem_free_bytes) = read_meminfo(&fs, &format!("{dir}/meminfo"), n)?;
+        let meminfo = fs.node_meminfo(id)?;
         distances.push(read_distance(
             &fs,
             &format!("{dir}/distance"),
@@ -69,8 +67,8 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
         nodes.push(Node {
             id,
             cpus,
-            mem_total_bytes,
-            mem_free_bytes,
+            mem_total_bytes: meminfo.total_bytes,
+            mem_free_bytes: meminfo.free_bytes,
             hmat,
         });
     }
@@ -99,50 +97,6 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
 fn parse_list(fs: &SysfsRoot, rel: &str) -> Result<Vec<u32>, SysfsError> {
     let text = fs.read(rel)?;
     cpulist::parse(&text).map_err(|e| fs.malformed(rel, format!("bad list {:?}: {e}", text.trim())))
-}
-
-/// `Node 0 MemTotal:       16315400 kB` → bytes. Returns (MemTotal, MemFree).
-fn read_meminfo(fs: &SysfsRoot, rel: &str, node: u32) -> Result<(u64, u64), SysfsError> {
-    let text = fs.read(rel)?;
-    let mut fields = BTreeMap::new();
-    for (lineno, line) in text.lines().enumerate() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if words.is_empty() {
-            continue;
-        }
-        // Only the two fields we use are checked strictly; others pass through untouched.
-        let key = match words.as_slice() {
-            ["Node", _, key, ..] => key.trim_end_matches(':'),
-            _ => continue,
-        };
-        if key != "MemTotal" && key != "MemFree" {
-            continue;
-        }
-        let bad = |what: &str| fs.malformed(rel, format!("line {}: {what}: {line:?}", lineno + 1));
-        if words[1] != node.to_string() {
-            return Err(bad(&format!("expected node {node}")));
-        }
-        let value: u64 = words
-            .get(3)
-            .ok_or_else(|| bad("no value"))?
-            .parse()
-            .map_err(|_| bad("value is not a number"))?;
-        let unit = words.get(4).copied().unwrap_or("");
-        let bytes = match unit {
-            "kB" => value
-                .checked_mul(1024)
-                .ok_or_else(|| bad("value too large"))?,
-            _ => return Err(bad("unit is not kB")),
-        };
-        fields.insert(key.to_string(), bytes);
-    }
-    let get = |k: &str| {
-        fields
-            .get(k)
-            .copied()
-            .ok_or_else(|| fs.malformed(rel, format!("no {k} line")))
-    };
-    Ok((get("MemTotal")?, get("MemFree")?))
 }
 
 fn read_distance(fs: &SysfsRoot, rel: &str, nodes: usize) -> Result<Vec<u32>, SysfsError> {

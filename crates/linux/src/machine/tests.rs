@@ -2,9 +2,9 @@
 //! exact system calls, sample decoding, refusals.
 
 use super::*;
-use crate::sys::{Call, FakeSys};
+use crate::sys::{Call, FakeSys, MemPolicyMode, PerfFd};
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{CpuId, NodeList, PageRange};
+use rondpoint_model::{CpuId, MemPolicy, NodeList, PageRange, PageSize};
 
 const MEMHOG: Pid = Pid(4242);
 const HEAP: u64 = 0x55d4_ca1f_2000;
@@ -24,18 +24,32 @@ fn config() -> LiveConfig {
     }
 }
 
-/// A copy of the fixture /proc, to change between epochs (kept while the directory lives).
-fn proc_copy() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let proc_root = dir.path().join("proc");
+/// Copies a directory tree (`cp -r`).
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     let copied = std::process::Command::new("cp")
         .args(["-r", "--"])
-        .arg(&config().proc_root)
-        .arg(&proc_root)
+        .arg(from)
+        .arg(to)
         .status()
         .unwrap();
     assert!(copied.success());
-    (dir, proc_root)
+}
+
+/// A machine managing `pids` on a copy of the fixture /proc, to change between epochs; the
+/// copy's root, kept while the directory lives.
+fn on_proc_copy(
+    sys: FakeSys,
+    pids: Vec<Pid>,
+) -> (tempfile::TempDir, PathBuf, LinuxMachine<FakeSys>) {
+    let dir = tempfile::tempdir().unwrap();
+    let proc_root = dir.path().join("proc");
+    copy_dir(&config().proc_root, &proc_root);
+    let cfg = LiveConfig {
+        proc_root: proc_root.clone(),
+        ..config()
+    };
+    let m = LinuxMachine::to_manage(sys, topo(), cfg, pids);
+    (dir, proc_root, m)
 }
 
 fn sampling() -> SamplingRequest {
@@ -43,6 +57,18 @@ fn sampling() -> SamplingRequest {
         period_cycles: Some(65_000),
         ..SamplingRequest::NONE
     }
+}
+
+/// A machine managing memhog (and its descendants) on the fixture /proc.
+fn memhog(sys: FakeSys) -> LinuxMachine<FakeSys> {
+    LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG])
+}
+
+/// The same, sampling.
+fn sampling_memhog(sys: FakeSys) -> LinuxMachine<FakeSys> {
+    let mut m = memhog(sys);
+    m.set_sampling(&sampling());
+    m
 }
 
 /// A PERF_RECORD_SAMPLE with TID | ADDR | CPU.
@@ -82,7 +108,7 @@ fn thread_opens(m: &LinuxMachine<FakeSys>) -> Vec<(i32, bool)> {
 
 #[test]
 fn manages_the_selected_process_and_its_descendants_only() {
-    let m = LinuxMachine::to_manage(FakeSys::new(), topo(), config(), vec![MEMHOG]);
+    let m = memhog(FakeSys::new());
     // Its children 4250 and 5000 (a zombie) and its grandchild 4260 come along; pid 1 and
     // 6000 (gone) do not.
     assert_eq!(m.managed(), vec![MEMHOG, Pid(4250), Pid(4260), Pid(5000)]);
@@ -105,8 +131,7 @@ fn sampling_opens_inherited_events_per_cpu_and_one_event_per_existing_thread() {
         .with_process(4244, &[])
         .with_process(4250, &[])
         .with_process(5000, &[]);
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    m.set_sampling(&sampling());
+    let mut m = sampling_memhog(sys);
     let opens = perf_opens(&m);
     // 16 inherited CPU events for each of the three live processes, then one event on every
     // CPU for each thread memhog already had (4243 and 4244, which inherited events would
@@ -130,17 +155,12 @@ fn sampling_opens_inherited_events_per_cpu_and_one_event_per_existing_thread() {
 
 #[test]
 fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
-    let (_dir, proc_root) = proc_copy();
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[])
         .with_process(4250, &[])
         .with_process(5000, &[])
         .with_process(4270, &[]);
-    let cfg = LiveConfig {
-        proc_root: proc_root.clone(),
-        ..config()
-    };
-    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
+    let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![MEMHOG]);
     m.set_sampling(&sampling());
     let opened =
         |m: &LinuxMachine<FakeSys>| -> Vec<i32> { perf_opens(m).iter().map(|o| o.0).collect() };
@@ -164,13 +184,8 @@ fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
 
 #[test]
 fn the_report_counts_the_kernels_own_balancing_over_the_run() {
-    let (_dir, proc_root) = proc_copy();
-    let cfg = LiveConfig {
-        proc_root: proc_root.clone(),
-        ..config()
-    };
     let sys = FakeSys::new().with_process(MEMHOG.0, &[]);
-    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
+    let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![MEMHOG]);
     // The fixture has 4,420,187 hinting faults and 512,380 migrated pages; the kernel then
     // takes 1,000 more faults and migrates 300 more pages.
     let vmstat = proc_root.join("vmstat");
@@ -194,8 +209,7 @@ fn a_thread_with_its_own_event_is_not_counted_twice() {
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[(HEAP, 1)])
         .with_process(4244, &[]);
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    m.set_sampling(&sampling());
+    let mut m = sampling_memhog(sys);
     // fds 100-115: memhog's CPU events; 116: thread 4243's own event, refused (the fake knows
     // no such task), so none; 116 is 4244's. The same fault of 4244 reaches both its own
     // event and the CPU event; a fault of 4243 only the CPU event.
@@ -218,8 +232,7 @@ fn a_fault_that_made_the_kernel_move_its_page_counts_where_the_page_was() {
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[(HEAP, 0), (HEAP + 4096, 0)])
         .with_process(5000, &[]);
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    m.set_sampling(&sampling());
+    let mut m = sampling_memhog(sys);
     let homes = |m: &mut LinuxMachine<FakeSys>, ring: Vec<u8>| {
         m.sys.ring_bytes.insert(100, ring);
         let obs = m.observe(0).unwrap();
@@ -267,8 +280,7 @@ fn samples_get_their_node_from_the_cpu_and_their_page_node_from_a_query() {
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[(HEAP, 1)])
         .with_process(5000, &[]);
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    m.set_sampling(&sampling());
+    let mut m = sampling_memhog(sys);
     // The first event opened is (4242, cpu 0), fd 100: give it two samples.
     let mut bytes = record(4242, 4244, HEAP + 0x10, 9);
     bytes.extend(record(4242, 4243, HEAP + 0x20, 1));
@@ -383,7 +395,7 @@ fn samples_drained_during_the_epoch_come_first_in_its_observation() {
 #[test]
 fn actions_on_processes_it_does_not_manage_are_refused_without_a_system_call() {
     let sys = FakeSys::new().with_process(MEMHOG.0, &[(HEAP, 0)]);
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    let mut m = memhog(sys);
     let foreign = PageRange::new(Pid(1), HEAP, 1, rondpoint_model::PageSize::Base4K).unwrap();
     let ours = PageRange::new(MEMHOG, HEAP, 1, rondpoint_model::PageSize::Base4K).unwrap();
     let out = m
@@ -426,7 +438,7 @@ fn replications_come_out_substituted_with_the_pages_left_unplaced_counted() {
             (HEAP + 12288, 0),
         ],
     );
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    let mut m = memhog(sys);
     m.sys
         .page_errors
         .insert((MEMHOG.0, HEAP + 8192), Errno::ENOENT);
@@ -512,8 +524,7 @@ fn missing_rights_to_sample_are_named() {
     for _ in 0..2 {
         sys.fail_next.push_back(("perf_open", Errno::EACCES));
     }
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    m.set_sampling(&sampling());
+    let m = sampling_memhog(sys);
     let e = m.signals().sampler_error.clone().unwrap();
     assert!(e.contains("CAP_PERFMON") && e.contains("EACCES"), "{e}");
 }
@@ -521,7 +532,7 @@ fn missing_rights_to_sample_are_named() {
 #[test]
 fn moving_an_application_pins_every_thread_procfs_lists() {
     let sys = FakeSys::new().with_process(MEMHOG.0, &[]);
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
+    let mut m = memhog(sys);
     let out = m
         .apply(&[Action::MoveApplication {
             pid: MEMHOG,
@@ -547,8 +558,7 @@ fn moving_an_application_pins_every_thread_procfs_lists() {
 #[test]
 fn throttling_and_unreadable_rings_are_reported() {
     let sys = FakeSys::new().with_process(MEMHOG.0, &[(HEAP, 1)]);
-    let mut m = LinuxMachine::to_manage(sys, topo(), config(), vec![MEMHOG]);
-    m.set_sampling(&sampling());
+    let mut m = sampling_memhog(sys);
     // fd 100: a sample, then PERF_RECORD_THROTTLE (type 5: time, id, stream id).
     let mut bytes = record(4242, 4244, HEAP, 9);
     bytes.extend_from_slice(&5u32.to_ne_bytes());
@@ -576,29 +586,18 @@ fn throttling_and_unreadable_rings_are_reported() {
 
 #[test]
 fn a_thread_that_appears_later_gets_its_own_event_and_loses_it_when_gone() {
-    let (_dir, proc_root) = proc_copy();
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[(HEAP, 1)])
         .with_process(4243, &[])
         .with_process(4244, &[])
         .with_process(4245, &[]);
-    let cfg = LiveConfig {
-        proc_root: proc_root.clone(),
-        ..config()
-    };
-    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
+    let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![MEMHOG]);
     m.set_sampling(&sampling());
     assert_eq!(thread_opens(&m), [(4243, false), (4244, false)]);
     // Thread 4244, which had its own event (not inherited), creates 4245: no event reaches
     // it. Its fault goes to no ring this epoch; from the next one it has its own event.
     let task = proc_root.join("4242/task");
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(task.join("4244"))
-        .arg(task.join("4245"))
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    copy_dir(&task.join("4244"), &task.join("4245"));
     m.observe(0).unwrap();
     assert_eq!(
         thread_opens(&m),
@@ -627,26 +626,63 @@ fn a_thread_that_appears_later_gets_its_own_event_and_loses_it_when_gone() {
 
 #[test]
 fn a_process_whose_threads_all_inherit_its_events_gets_no_thread_events() {
-    let (_dir, proc_root) = proc_copy();
     // 4250 had only its main thread when sampling began: every thread it creates inherits
     // the main thread's events.
     let sys = FakeSys::new()
         .with_process(4250, &[])
         .with_process(4251, &[]);
-    let cfg = LiveConfig {
-        proc_root: proc_root.clone(),
-        ..config()
-    };
-    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![Pid(4250)]);
+    let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![Pid(4250)]);
     m.set_sampling(&sampling());
     let task = proc_root.join("4250/task");
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(task.join("4250"))
-        .arg(task.join("4251"))
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    copy_dir(&task.join("4250"), &task.join("4251"));
     m.observe(0).unwrap();
     assert_eq!(thread_opens(&m), []);
+}
+
+#[test]
+fn node_memory_is_read_from_the_sysfs_root_every_epoch() {
+    // The fixture's node meminfo (r905-asymmetric), not the synthetic topology's figures.
+    let sys = FakeSys::new().with_process(MEMHOG.0, &[]);
+    let mut m = memhog(sys);
+    let memory = m.observe(0).unwrap().memory;
+    assert_eq!(memory.len(), 4);
+    assert_eq!(
+        (memory[0].total_bytes, memory[0].free_bytes),
+        (8_127_124 << 10, 6_412_380 << 10)
+    );
+    // A node whose meminfo cannot be read keeps what discovery found.
+    let empty = tempfile::tempdir().unwrap();
+    let cfg = LiveConfig {
+        sysfs_root: empty.path().to_path_buf(),
+        ..config()
+    };
+    let sys = FakeSys::new().with_process(MEMHOG.0, &[]);
+    let mut m = LinuxMachine::to_manage(sys, topo(), cfg, vec![MEMHOG]);
+    let memory = m.observe(0).unwrap().memory;
+    let topology = topo();
+    let node = &topology.nodes()[0];
+    assert_eq!(
+        (memory[0].total_bytes, memory[0].free_bytes),
+        (
+            node.mem_total_bytes,
+            node.mem_free_bytes.min(node.mem_total_bytes)
+        )
+    );
+}
+
+#[test]
+fn a_cgroup_selects_the_processes_its_cgroup_procs_lists_but_never_rondpoint() {
+    let sysfs = tempfile::tempdir().unwrap();
+    let job = sysfs.path().join("fs/cgroup/job");
+    std::fs::create_dir_all(&job).unwrap();
+    let procs = format!("4250\nnot a pid\n{}\n", std::process::id());
+    std::fs::write(job.join("cgroup.procs"), procs).unwrap();
+    let selection = Selection {
+        cgroups: vec![job],
+        ..Selection::default()
+    };
+    let m = LinuxMachine::to_select(FakeSys::new(), topo(), config(), selection);
+    // 4250 and its child 4260.
+    assert_eq!(m.managed(), vec![Pid(4250), Pid(4260)]);
+    assert!(!m.finished(), "a cgroup may gain processes later");
 }

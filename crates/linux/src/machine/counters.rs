@@ -1,0 +1,136 @@
+//! The counters an epoch reports: estimated from the samples and CPU time where the machine
+//! has no hardware counters to read, and the memory of each node.
+
+use super::LinuxMachine;
+use crate::procfs::ThreadSnapshot;
+use crate::sys::Sys;
+use rondpoint_model::{
+    CounterGroup, Counters, Estimate, NodeCounters, NodeId, NodeMemory, Pid, Sample,
+    ThreadCounters, Tid,
+};
+use std::collections::BTreeMap;
+
+/// The counters estimated without hardware counters, and how.
+const ESTIMATED: [(CounterGroup, &str); 3] = [
+    (
+        CounterGroup::NodeDram,
+        "DRAM traffic per node: sampled accesses, by page node and CPU node",
+    ),
+    (
+        CounterGroup::ThreadDram,
+        "DRAM accesses per thread: sampled accesses",
+    ),
+    (CounterGroup::Cycles, "cycles: CPU time x nominal clock"),
+];
+
+impl<S: Sys> LinuxMachine<S> {
+    /// Each node's memory now, from its meminfo; a node whose meminfo cannot be read keeps
+    /// what discovery found.
+    pub(super) fn node_memory(&self) -> Vec<NodeMemory> {
+        self.topology
+            .nodes()
+            .iter()
+            .map(|n| {
+                let (total, free) = match self.sysfs.node_meminfo(n.id) {
+                    Ok(m) => (m.total_bytes, m.free_bytes),
+                    Err(_) => (n.mem_total_bytes, n.mem_free_bytes),
+                };
+                NodeMemory {
+                    node: n.id,
+                    total_bytes: total,
+                    free_bytes: free.min(total),
+                }
+            })
+            .collect()
+    }
+
+    /// The epoch's counters, estimated: DRAM traffic from its samples, cycles from each
+    /// thread's CPU time since the last epoch.
+    pub(super) fn counters(
+        &mut self,
+        samples: &[Sample],
+        threads_of: &[(Pid, Vec<ThreadSnapshot>)],
+        duration_ns: u64,
+    ) -> Counters {
+        let n = self.topology.len();
+        let mut nodes: Vec<NodeCounters> = self
+            .topology
+            .nodes()
+            .iter()
+            .map(|x| NodeCounters {
+                node: x.id,
+                dram_accesses_by_source: vec![0; n],
+                ..NodeCounters::default()
+            })
+            .collect();
+        let mut per_thread: BTreeMap<(Pid, Tid), (NodeId, u64)> = BTreeMap::new();
+        for s in samples {
+            if let (Some(h), Some(src)) = (
+                s.home_node.and_then(|h| self.topology.index_of(h)),
+                self.topology.index_of(s.node),
+            ) {
+                nodes[h].dram_accesses_by_source[src] += 1;
+                nodes[h].dram_reads += 1;
+            }
+            let e = per_thread.entry((s.pid, s.tid)).or_insert((s.node, 0));
+            e.1 += 1;
+        }
+        let mut threads = Vec::new();
+        let ticks_ns = 1e9 / 100.0; // USER_HZ is 100 on Linux
+        for (pid, list) in threads_of {
+            let pid = *pid;
+            for t in list {
+                let before = self
+                    .cpu_ticks
+                    .insert((pid, t.tid), t.cpu_ticks)
+                    .unwrap_or(0);
+                let busy_ns = t.cpu_ticks.saturating_sub(before) as f64 * ticks_ns;
+                let node = t
+                    .cpu
+                    .and_then(|c| self.topology.node_of_cpu(c))
+                    .unwrap_or(NodeId(0));
+                let accesses = per_thread.get(&(pid, t.tid)).map_or(0, |e| e.1);
+                threads.push(ThreadCounters {
+                    pid,
+                    tid: t.tid,
+                    node,
+                    instructions: 0,
+                    cycles: (busy_ns * self.config.nominal_ghz) as u64,
+                    llc_misses: 0,
+                    dram_accesses: accesses,
+                    dram_writes: 0,
+                });
+            }
+        }
+        for t in &threads {
+            if let Some(i) = self.topology.index_of(t.node) {
+                nodes[i].cycles += t.cycles;
+            }
+        }
+        self.signals.estimated = ESTIMATED.iter().map(|(_, how)| how.to_string()).collect();
+        Counters {
+            duration_ns,
+            nodes,
+            threads,
+            links: Vec::new(),
+            estimated: ESTIMATED
+                .iter()
+                .map(|&(group, how)| Estimate {
+                    group,
+                    how: how.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Local share of the samples whose page node is known.
+    pub(super) fn lar(samples: &[Sample]) -> Option<f64> {
+        let (known, local) = samples
+            .iter()
+            .filter_map(|s| s.home_node.map(|h| h == s.node))
+            .fold((0u64, 0u64), |(k, l), is_local| {
+                (k + 1, l + u64::from(is_local))
+            });
+        (known > 0).then(|| local as f64 / known as f64)
+    }
+}

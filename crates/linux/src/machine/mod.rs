@@ -1,0 +1,426 @@
+//! `LinuxMachine`: the engine's live backend. It observes managed processes through procfs,
+//! sysfs and perf, and carries out actions through the syscall trait. It decides nothing.
+//!
+//! What it can see depends on the machine, and it says so ([`Signals`]):
+//! - per-page samples with the accessing CPU: the software page-fault event (first touches,
+//!   and NUMA hinting faults when kernel.numa_balancing=1), which works without a PMU, as in
+//!   most VMs (IBS and PEBS sampling are not wired in yet);
+//! - counters: without hardware counters, the DRAM traffic per node and per source node is
+//!   estimated from the samples (their accessing node and the page's node, found with a
+//!   move_pages query), and cycles from CPU time; the observation lists what was estimated.
+//!
+//! Safety: only the processes it was asked to manage (and their descendants) are touched;
+//! actions on any other pid are refused. A managed program that exits is normal.
+//!
+//! Its parts: `select` (the managed set), `process` (what is read of each managed process),
+//! `sampler` (the perf events and their rings), `home` (where sampled pages are), `counters`
+//! (estimated counters and node memory) and `stats` (the run's report).
+
+mod counters;
+mod home;
+mod process;
+mod sampler;
+mod select;
+mod stats;
+#[cfg(test)]
+mod tests;
+
+pub use select::Selection;
+pub use stats::{KernelBalancing, LiveStats};
+
+use crate::actuate;
+use crate::capabilities::Probe;
+use crate::procfs::{ProcError, ProcRoot};
+use crate::sys::{Errno, ExitStatus, Sys};
+use crate::sysfs::SysfsRoot;
+use crate::thp::ThpMapping;
+use rondpoint_engine::Machine;
+use rondpoint_model::{
+    Action, Capabilities, NodeId, Observation, Outcome, Pid, ProcessInfo, Sample, SamplingRequest,
+    Tid, Topology,
+};
+use sampler::Sampler;
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Instant;
+use thiserror::Error;
+
+/// The pid a policy sees for the program `rondpoint run` is about to launch, so that its
+/// start decisions (an allocation policy) can name it before it exists.
+pub const PENDING: Pid = Pid(0);
+
+/// What can go wrong managing live processes.
+#[derive(Debug, Error)]
+pub enum LiveError {
+    #[error("cannot start {program}: {errno}")]
+    Spawn { program: String, errno: Errno },
+    #[error(transparent)]
+    Proc(#[from] ProcError),
+    #[error("{what}: {errno}")]
+    Sys { what: String, errno: Errno },
+}
+
+/// Which signals a run had, for the report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Signals {
+    /// Per-page samples came from this source (None: no sampling was asked for or possible).
+    pub sampler: Option<String>,
+    /// Why sampling was not possible, when it was asked for.
+    pub sampler_error: Option<String>,
+    /// kernel.numa_balancing (hinting faults are only sampled when it is 1).
+    pub numa_balancing: Option<u32>,
+    /// Counters estimated rather than counted.
+    pub estimated: Vec<String>,
+}
+
+/// Live backend settings.
+#[derive(Clone, Debug)]
+pub struct LiveConfig {
+    pub sysfs_root: PathBuf,
+    pub proc_root: PathBuf,
+    /// Most sampled pages whose node is queried per epoch (once per drain of the rings that
+    /// samples them: a page sampled in two of an epoch's drains counts twice).
+    pub max_queried_pages: usize,
+    /// Data pages of each perf ring buffer (a power of two).
+    pub ring_pages: usize,
+    /// Nominal clock (GHz) used to estimate cycles from CPU time without a PMU.
+    pub nominal_ghz: f64,
+}
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        Self {
+            sysfs_root: "/sys".into(),
+            proc_root: "/proc".into(),
+            max_queried_pages: 20_000,
+            ring_pages: 64,
+            nominal_ghz: 2.5,
+        }
+    }
+}
+
+/// The live machine.
+#[derive(Debug)]
+pub struct LinuxMachine<S: Sys> {
+    sys: S,
+    proc: ProcRoot,
+    sysfs: SysfsRoot,
+    config: LiveConfig,
+    topology: Topology,
+    roots: Vec<Pid>,
+    selection: Option<Selection>,
+    managed: BTreeSet<Pid>,
+    launch: Option<Vec<OsString>>,
+    launched: Option<Pid>,
+    exit: Option<ExitStatus>,
+    sampling: SamplingRequest,
+    sampler: Option<Sampler>,
+    signals: Signals,
+    stats: LiveStats,
+    thp: HashMap<Pid, Vec<ThpMapping>>,
+    /// What this machine can observe and do (probed when it was built).
+    probe: Probe,
+    /// Where each sampled page was at its last query, to spot pages the kernel moved since
+    /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
+    last_seen_node: HashMap<(Pid, u64), NodeId>,
+    /// The samples drained during the current epoch (the engine's drains), which its
+    /// observation lists first.
+    drained: Vec<Sample>,
+    /// Pages whose node was queried during the current epoch (at most `max_queried_pages`).
+    queried: usize,
+    /// /proc/vmstat's (numa_hint_faults, numa_pages_migrated) when rondpoint started.
+    balancing_at_start: Option<(u64, u64)>,
+    cpu_ticks: HashMap<(Pid, Tid), u64>,
+    epoch: u64,
+    epoch_start: Instant,
+    start: Instant,
+}
+
+fn sys_err(what: &str) -> impl Fn(Errno) -> LiveError + '_ {
+    move |errno| LiveError::Sys {
+        what: what.to_string(),
+        errno,
+    }
+}
+
+impl<S: Sys> LinuxMachine<S> {
+    fn new(mut sys: S, topology: Topology, config: LiveConfig, launches: bool) -> Self {
+        let proc = ProcRoot::new(config.proc_root.clone());
+        let sysfs = SysfsRoot::new(config.sysfs_root.clone());
+        let numa_balancing = proc.numa_balancing().ok().flatten();
+        let balancing_at_start = stats::balancing_counters(&proc);
+        let probe = Probe::run(&mut sys, &sysfs, numa_balancing, launches);
+        Self {
+            sys,
+            proc,
+            sysfs,
+            probe,
+            config,
+            topology,
+            roots: Vec::new(),
+            selection: None,
+            managed: BTreeSet::new(),
+            launch: None,
+            launched: None,
+            exit: None,
+            sampling: SamplingRequest::NONE,
+            sampler: None,
+            signals: Signals {
+                numa_balancing,
+                ..Signals::default()
+            },
+            stats: LiveStats::default(),
+            balancing_at_start,
+            thp: HashMap::new(),
+            last_seen_node: HashMap::new(),
+            drained: Vec::new(),
+            queried: 0,
+            cpu_ticks: HashMap::new(),
+            epoch: 0,
+            epoch_start: Instant::now(),
+            start: Instant::now(),
+        }
+    }
+
+    /// A machine that will launch `argv` when the engine applies the policy's start
+    /// decisions (with the allocation policy they ask for, if any).
+    pub fn to_launch(sys: S, topology: Topology, config: LiveConfig, argv: Vec<OsString>) -> Self {
+        let mut m = Self::new(sys, topology, config, true);
+        m.launch = Some(argv);
+        m
+    }
+
+    /// A machine managing running processes (and their descendants).
+    pub fn to_manage(sys: S, topology: Topology, config: LiveConfig, pids: Vec<Pid>) -> Self {
+        Self::to_select(
+            sys,
+            topology,
+            config,
+            Selection {
+                pids,
+                ..Selection::default()
+            },
+        )
+    }
+
+    /// A machine managing the processes a selection names (and their descendants), rescanned
+    /// every epoch. rondpoint never selects itself. A relative cgroup directory is taken from
+    /// the current directory, as the command line names it.
+    pub fn to_select(
+        sys: S,
+        topology: Topology,
+        config: LiveConfig,
+        mut selection: Selection,
+    ) -> Self {
+        for dir in &mut selection.cgroups {
+            if let Ok(abs) = std::path::absolute(&*dir) {
+                *dir = abs;
+            }
+        }
+        let mut m = Self::new(sys, topology, config, false);
+        m.selection = Some(selection);
+        m.refresh_managed();
+        m
+    }
+
+    /// The launched program's exit status, once it has ended.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        self.exit
+    }
+
+    /// The launched program's pid.
+    pub fn launched(&self) -> Option<Pid> {
+        self.launched
+    }
+
+    pub fn signals(&self) -> &Signals {
+        &self.signals
+    }
+
+    /// The syscall layer (tests inspect the fake's calls).
+    pub fn sys(&self) -> &S {
+        &self.sys
+    }
+
+    /// rondpoint's own CPU time (ns) and peak memory (bytes).
+    pub fn own_usage(&mut self) -> (u64, u64) {
+        (self.sys.own_cpu_time_ns(), self.sys.own_peak_rss_bytes())
+    }
+
+    /// Processes currently managed.
+    pub fn managed(&self) -> Vec<Pid> {
+        self.managed.iter().copied().collect()
+    }
+
+    fn check_exit(&mut self) {
+        if let (Some(pid), None) = (self.launched, self.exit) {
+            if let Ok(Some(status)) = self.sys.try_wait(pid) {
+                self.exit = Some(status);
+            }
+        }
+    }
+}
+
+impl<S: Sys> Machine for LinuxMachine<S> {
+    type Error = LiveError;
+
+    fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.probe.capabilities()
+    }
+
+    fn processes(&self) -> Vec<ProcessInfo> {
+        if self.launch.is_some() {
+            return vec![ProcessInfo {
+                pid: PENDING,
+                comm: "(about to start)".into(),
+                threads: Vec::new(),
+                resident_bytes_by_node: vec![0; self.topology.len()],
+                mapping_policies: Vec::new(),
+            }];
+        }
+        self.process_infos(self.threads_of())
+    }
+
+    fn observe(&mut self, _until_ns: u64) -> Result<Observation, LiveError> {
+        self.check_exit();
+        self.refresh_managed();
+        self.attach_sampler();
+        self.refresh_thp();
+        let tail = self.collect_samples();
+        self.stats.samples += tail.len() as u64;
+        let mut samples = std::mem::take(&mut self.drained);
+        samples.extend(tail);
+        self.queried = 0;
+        let now = Instant::now();
+        let duration_ns =
+            u64::try_from(now.duration_since(self.epoch_start).as_nanos()).unwrap_or(u64::MAX);
+        let start_ns =
+            u64::try_from(self.epoch_start.duration_since(self.start).as_nanos()).unwrap_or(0);
+        self.epoch_start = now;
+        // One read of each process's threads serves the counters and the policy, and one
+        // numa_maps read per process serves the policy and the report.
+        let threads_of = self.threads_of();
+        self.follow_new_threads(&threads_of);
+        let counters = self.counters(&samples, &threads_of, duration_ns);
+        let lar = Self::lar(&samples);
+        let processes = self.process_infos(threads_of);
+        if !self.managed.is_empty() {
+            self.stats
+                .record_epoch(&processes, self.topology.len(), lar);
+        }
+        let obs = Observation {
+            epoch: self.epoch,
+            start_ns,
+            counters,
+            samples,
+            memory: self.node_memory(),
+            processes,
+            collapses: Vec::new(),
+            truth: None,
+        };
+        self.epoch += 1;
+        Ok(obs)
+    }
+
+    /// Launches the program (if this machine launches one) with the allocation policy the
+    /// start decisions ask for it, then carries out the other start decisions.
+    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, LiveError> {
+        if self.launch.is_none() {
+            return self.apply(actions);
+        }
+        let policy = actions.iter().find_map(|a| match a {
+            Action::SetMemPolicy { pid, policy } if *pid == PENDING => Some(policy.clone()),
+            _ => None,
+        });
+        self.launch_now(policy.as_ref())?;
+        Ok(actions
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a {
+                Action::SetMemPolicy { pid, .. } if *pid == PENDING => Outcome::applied(i),
+                _ => Outcome::skipped(i, 0, "the program had not started yet"),
+            })
+            .collect())
+    }
+
+    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, LiveError> {
+        let mut out = Vec::with_capacity(actions.len());
+        for (i, a) in actions.iter().enumerate() {
+            let pid = a.pid();
+            if !self.managed.contains(&pid) {
+                self.stats.refused_unmanaged += 1;
+                out.push(Outcome::skipped(
+                    i,
+                    0,
+                    format!("{pid} is not managed by rondpoint"),
+                ));
+                continue;
+            }
+            // Moving a whole application moves every thread it has now.
+            let threads: Vec<Tid> = match a {
+                Action::MoveApplication { .. } => process::tids_of(&self.proc, pid),
+                _ => Vec::new(),
+            };
+            self.forget_moved_pages(a);
+            out.push(actuate::apply(
+                &mut self.sys,
+                &self.topology,
+                i,
+                a,
+                &threads,
+            ));
+        }
+        Ok(out)
+    }
+
+    fn finished(&self) -> bool {
+        match (self.launched, &self.selection) {
+            (Some(_), _) => self.exit.is_some(),
+            // A daemon selecting by name or cgroup waits for processes to appear.
+            (None, Some(sel)) if !sel.pids_only() => false,
+            (None, _) => self.launch.is_none() && self.managed.is_empty(),
+        }
+    }
+
+    fn poll_finished(&mut self) -> bool {
+        self.check_exit();
+        self.finished()
+    }
+
+    /// Drains the perf rings during the epoch: fewer samples are lost to full rings, and the
+    /// policy counts them as they come. Each sample gets its page's node from a query made
+    /// now (closer to the access than one at the epoch's end), and its page size from the
+    /// THP mappings read at the last observation.
+    fn drain_samples(&mut self, out: &mut Vec<Sample>) {
+        let fresh = self.collect_samples();
+        self.stats.samples += fresh.len() as u64;
+        self.stats.samples_drained += fresh.len() as u64;
+        out.extend_from_slice(&fresh);
+        self.drained.extend(fresh);
+    }
+
+    fn set_sampling(&mut self, request: &SamplingRequest) {
+        self.sampling = *request;
+        if self.launch.is_none() {
+            self.attach_sampler();
+        }
+    }
+
+    /// Passes SIGTERM on to the launched program, once it has started and until it ends.
+    fn interrupt(&mut self) {
+        let _ = stop(self, libc::SIGTERM);
+    }
+}
+
+/// Kills and reaps what is left of a launched program (used when rondpoint itself is stopped).
+pub fn stop<S: Sys>(m: &mut LinuxMachine<S>, signal: i32) -> Result<(), LiveError> {
+    if let (Some(pid), None) = (m.launched, m.exit) {
+        m.sys.kill(pid, signal).map_err(sys_err("kill"))?;
+    }
+    Ok(())
+}

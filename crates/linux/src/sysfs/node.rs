@@ -1,0 +1,64 @@
+//! A node's `meminfo`, read once at discovery and again every epoch by the live backend.
+
+use super::{NODE_DIR, SysfsError, SysfsRoot};
+use rondpoint_model::NodeId;
+use std::collections::BTreeMap;
+
+/// The two fields of a node's `meminfo` that rondpoint uses, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeMeminfo {
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+}
+
+impl SysfsRoot {
+    /// `devices/system/node/nodeN/meminfo`: `Node 0 MemTotal:       16315400 kB` → bytes.
+    /// Both `MemTotal` and `MemFree` must be there, for this node, in kB.
+    pub fn node_meminfo(&self, node: NodeId) -> Result<NodeMeminfo, SysfsError> {
+        let rel = format!("{NODE_DIR}/node{}/meminfo", node.0);
+        let text = self.read(&rel)?;
+        let mut fields = BTreeMap::new();
+        for (lineno, line) in text.lines().enumerate() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.is_empty() {
+                continue;
+            }
+            // Only the two fields we use are checked strictly; others pass through untouched.
+            let key = match words.as_slice() {
+                ["Node", _, key, ..] => key.trim_end_matches(':'),
+                _ => continue,
+            };
+            if key != "MemTotal" && key != "MemFree" {
+                continue;
+            }
+            let bad =
+                |what: &str| self.malformed(&rel, format!("line {}: {what}: {line:?}", lineno + 1));
+            if words[1] != node.0.to_string() {
+                return Err(bad(&format!("expected node {}", node.0)));
+            }
+            let value: u64 = words
+                .get(3)
+                .ok_or_else(|| bad("no value"))?
+                .parse()
+                .map_err(|_| bad("value is not a number"))?;
+            let unit = words.get(4).copied().unwrap_or("");
+            let bytes = match unit {
+                "kB" => value
+                    .checked_mul(1024)
+                    .ok_or_else(|| bad("value too large"))?,
+                _ => return Err(bad("unit is not kB")),
+            };
+            fields.insert(key.to_string(), bytes);
+        }
+        let get = |k: &str| {
+            fields
+                .get(k)
+                .copied()
+                .ok_or_else(|| self.malformed(&rel, format!("no {k} line")))
+        };
+        Ok(NodeMeminfo {
+            total_bytes: get("MemTotal")?,
+            free_bytes: get("MemFree")?,
+        })
+    }
+}
