@@ -5,10 +5,10 @@ use super::Carrefour;
 use super::actions::PageMove;
 use super::global::AppDecision;
 use super::interleave::Interleaving;
-use super::pages::PageTable;
+use super::pages::{PageTable, Slot};
 use super::rules::{Allowed, Rule};
 use rand_pcg::Pcg64Mcg;
-use rondpoint_model::Topology;
+use rondpoint_model::{NodeId, Topology};
 
 impl Carrefour {
     /// The page moves of this epoch, given each application's `decisions` and interleaving
@@ -41,18 +41,15 @@ impl Carrefour {
             .map(|k| k.and_then(|k| odds[k].as_ref()))
             .collect();
         self.rules.sort(&self.pages, &allowed, &self.cfg);
-        let mut moves = Vec::new();
-        let mut acted = Vec::new();
+        let mut moves = Moves::default();
         co_locate(
             &self.pages,
             self.rules.list(Rule::Migrate),
             topology,
             &mut moves,
-            &mut acted,
         );
-        for &i in self.rules.list(Rule::Mark) {
-            let key = self.pages.page(self.pages.slot(i as usize).packed_key());
-            self.replication.mark(key);
+        for (_, slot) in self.pages.listed(self.rules.list(Rule::Mark)) {
+            self.replication.mark(self.pages.page(slot.packed_key()));
         }
         interleave(
             &self.pages,
@@ -61,67 +58,69 @@ impl Carrefour {
             &mut self.rng,
             topology,
             &mut moves,
-            &mut acted,
         );
         // A page acted on starts afresh (statistics kept over a window would otherwise decide
         // it again on the same evidence).
-        for i in acted {
+        for i in moves.acted {
             self.pages.slot_mut(i).reset_stats();
         }
-        moves
+        moves.moves
     }
 }
 
-/// Migrates each page of `list` (accessed from one node only, and elsewhere) to that node;
-/// the pages moved are added to `acted`.
-fn co_locate(
-    pages: &PageTable,
-    list: &[u32],
-    topology: &Topology,
-    moves: &mut Vec<PageMove>,
-    acted: &mut Vec<usize>,
-) {
-    for (k, &i) in list.iter().enumerate() {
-        pages.prefetch_ahead(list, k);
-        let slot = pages.slot(i as usize);
+/// The page moves of an epoch, and the slots of the pages moved.
+#[derive(Default)]
+struct Moves {
+    moves: Vec<PageMove>,
+    acted: Vec<usize>,
+}
+
+impl Moves {
+    /// Moves the page of slot `i`, `slot`, to `to` by `technique` ([`PageMove::MIGRATE`] or
+    /// [`PageMove::INTERLEAVE`]).
+    fn push(&mut self, technique: u64, pages: &PageTable, (i, slot): (usize, &Slot), to: NodeId) {
         let key = pages.page(slot.packed_key());
+        self.moves.push(PageMove::new(technique, key, to));
+        self.acted.push(i);
+    }
+}
+
+/// Migrates each page of `list` (accessed from one node only, and elsewhere) to that node.
+fn co_locate(pages: &PageTable, list: &[u32], topology: &Topology, moves: &mut Moves) {
+    for (i, slot) in pages.listed(list) {
         let node = slot.node_mask.trailing_zeros() as usize;
-        moves.push(PageMove::new(
+        moves.push(
             PageMove::MIGRATE,
-            key,
+            pages,
+            (i, slot),
             topology.nodes()[node].id,
-        ));
-        acted.push(i as usize);
+        );
     }
 }
 
 /// Interleaves the pages of `list` (accessed from several nodes) with their space's odds
 /// (`space_odds`, by space): each moves away from its node with probability P_migrate, to a
-/// node drawn by P_node; the pages moved are added to `acted`.
+/// node drawn by P_node.
 fn interleave(
     pages: &PageTable,
     list: &[u32],
     space_odds: &[Option<&Interleaving>],
     rng: &mut Pcg64Mcg,
     topology: &Topology,
-    moves: &mut Vec<PageMove>,
-    acted: &mut Vec<usize>,
+    moves: &mut Moves,
 ) {
-    for (k, &i) in list.iter().enumerate() {
-        pages.prefetch_ahead(list, k);
-        let slot = pages.slot(i as usize);
+    for (i, slot) in pages.listed(list) {
         let space = PageTable::space_of_key(slot.packed_key());
         let Some(odds) = space_odds.get(space).copied().flatten() else {
             continue;
         };
         if let Some(dest) = odds.draw(rng, slot.home_code()) {
-            let key = pages.page(slot.packed_key());
-            moves.push(PageMove::new(
+            moves.push(
                 PageMove::INTERLEAVE,
-                key,
+                pages,
+                (i, slot),
                 topology.nodes()[dest].id,
-            ));
-            acted.push(i as usize);
+            );
         }
     }
 }

@@ -159,14 +159,12 @@ impl RuleLists {
         lists.reserve_exact((4 * n_current).saturating_sub(lists.len()));
         lists.resize(4 * n_current, 0);
         let mut len = [0usize; 4];
-        for (k, &i) in current.iter().enumerate() {
-            pages.prefetch_ahead(current, k);
-            let slot = pages.slot(i as usize);
+        for (i, slot) in pages.listed(current) {
             let space = PageTable::space_of_key(slot.packed_key());
             let allowed = allowed.get(space).copied().unwrap_or(Allowed::NOTHING);
             let rule = Rule::of(slot, allowed, cfg) as usize;
             if let Some(end) = lists.get_mut(rule * n_current + len[rule]) {
-                *end = i;
+                *end = i as u32;
             }
             len[rule] += 1;
         }

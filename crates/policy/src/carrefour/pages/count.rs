@@ -28,19 +28,25 @@ fn prefetch(slot: &Slot) {
 
 impl PageTable {
     /// Asks for slot `i`'s cache line ahead of use.
-    pub(crate) fn prefetch(&self, i: usize) {
+    fn prefetch(&self, i: usize) {
         if let Some(slot) = self.slots.get(i) {
             prefetch(slot);
         }
     }
 
-    /// Asks for the cache line of the slot listed [`AHEAD`] places after place `k` of `list`,
-    /// ahead of its use.
+    /// The slots listed in `list` (slot numbers), in order, with their numbers; each slot's
+    /// cache line is asked for [`AHEAD`] places before its turn.
     #[inline]
-    pub(crate) fn prefetch_ahead(&self, list: &[u32], k: usize) {
-        if let Some(&ahead) = list.get(k + AHEAD) {
-            self.prefetch(ahead as usize);
-        }
+    pub(crate) fn listed<'a>(
+        &'a self,
+        list: &'a [u32],
+    ) -> impl Iterator<Item = (usize, &'a Slot)> + 'a {
+        list.iter().enumerate().map(move |(k, &i)| {
+            if let Some(&ahead) = list.get(k + AHEAD) {
+                self.prefetch(ahead as usize);
+            }
+            (i as usize, &self.slots[i as usize])
+        })
     }
 
     /// Counts an epoch's samples into the table, tracking at most `max_tracked` pages, and

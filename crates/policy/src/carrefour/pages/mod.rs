@@ -356,6 +356,7 @@ impl PageTable {
         Some(self.entry(key))
     }
 
+    #[cfg(test)]
     pub(crate) fn slot(&self, i: usize) -> &Slot {
         &self.slots[i]
     }
