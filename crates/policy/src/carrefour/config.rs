@@ -1,0 +1,227 @@
+//! Carrefour's parameters: each of the paper's is a named field with its unit, its default (the
+//! paper's value) and where the paper gives it; the few that are not the paper's say why they
+//! were chosen.
+
+use super::pages;
+use crate::PolicyError;
+use serde::{Deserialize, Serialize};
+
+/// One of Carrefour's three mechanisms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Technique {
+    Replication,
+    Interleaving,
+    CoLocation,
+}
+
+/// Carrefour's parameters, defaulted to the paper's values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CarrefourConfig {
+    /// Run Carrefour for an application only above this many DRAM accesses per microsecond
+    /// (MAPTU). 000_4074eef64cabe9e6.txt section 3.2.1 step 1: 50.
+    pub maptu_threshold: f64,
+    /// Replicate only if at least this fraction of memory is free; when unset, 1 − 1/nodes
+    /// (enough to replicate the whole resident set). Section 3.2.1 step 2.
+    pub replication_min_free_fraction: Option<f64>,
+    /// Replicate only for applications whose DRAM accesses are at least this fraction reads
+    /// (MRR). Section 3.2.1 step 2: 95%.
+    pub mrr_threshold: f64,
+    /// Interleave when memory-controller imbalance exceeds this (percent). Step 3: 35%.
+    pub mc_imbalance_threshold_pct: f64,
+    /// Co-locate when the local access ratio is below this. Step 4: 80%.
+    pub lar_threshold: f64,
+    /// Decide on a page only with at least this many samples. Section 3.2.2: 2.
+    pub min_samples_per_page: u32,
+    /// Start replicating for an application only once this many pages are marked for it.
+    /// Section 3.3.2, footnote 6: 500.
+    pub min_replication_candidates: usize,
+    /// Never replicate again a page that collapsed more than this many times. Section 3.3.2: 5.
+    pub max_collapses_per_page: u32,
+    /// Sampling period while Carrefour is acting (cycles per sample). Section 3.3.1: 65,000.
+    pub sampling_period_high_cycles: u64,
+    /// Sampling period after a quiet epoch. Section 3.3.1: 260,000.
+    pub sampling_period_low_cycles: u64,
+    /// An epoch with fewer actions than this is quiet. Section 3.3.1: 10.
+    pub min_actions_for_high_rate: usize,
+    /// Most pages tracked per epoch. Section 4.4: 30,000.
+    pub max_tracked_pages: usize,
+    /// Judge each application on its own traffic (the per-pid runtime) instead of the
+    /// machine's.
+    pub per_application: bool,
+    /// Mechanisms enabled (all three by default; Table 4 runs one at a time).
+    pub techniques: Vec<Technique>,
+    /// When the backend says its DRAM traffic counters are estimated from samples (a machine
+    /// without a PMU, where the page-fault sampler is all there is), MAPTU is not a DRAM access
+    /// rate and the threshold above means nothing: an application is then enabled once it
+    /// yields this many samples in an epoch. Chosen: enough for a few pages to reach two
+    /// samples.
+    pub min_samples_when_estimated: u64,
+    /// Shortest window, in epochs, over which a page's statistics are kept once a page fault or
+    /// NUMA hinting fault is among its samples (statistics from IBS/PEBS samples alone last one
+    /// epoch, as in the paper). A hinting fault comes at most once per page per scan of its
+    /// process by the kernel (256 MB per scan period of 1 s to 60 s), so a page rarely gets two
+    /// samples in one epoch; the paper's per-epoch reset would leave Carrefour blind. The
+    /// window grows beyond this to hold three quarters of the gaps measured between successive
+    /// fault samples of a page (rounded up to a power of two), so that it follows the
+    /// scanner's actual pace. Chosen: 8 epochs. A page's statistics are also reset once
+    /// Carrefour acts on it, and when it is found on another node than before (moved by someone
+    /// else: its old samples are stale).
+    pub fault_sample_window_epochs: u32,
+    /// Longest fault-sample window (epochs) the measured gaps can make. Chosen: 256 epochs,
+    /// about four of the kernel's slowest scan periods (numa_balancing_scan_period_max_ms,
+    /// 60 s) at 1 s epochs; longer windows mostly fill the tracked pages with pages waiting
+    /// for their second sample.
+    pub fault_sample_window_max_epochs: u32,
+    /// Seed of the P_migrate / P_node draws.
+    pub seed: u64,
+}
+
+impl Default for CarrefourConfig {
+    fn default() -> Self {
+        Self {
+            maptu_threshold: 50.0,
+            replication_min_free_fraction: None,
+            mrr_threshold: 0.95,
+            mc_imbalance_threshold_pct: 35.0,
+            lar_threshold: 0.80,
+            min_samples_per_page: 2,
+            min_replication_candidates: 500,
+            max_collapses_per_page: 5,
+            sampling_period_high_cycles: 65_000,
+            sampling_period_low_cycles: 260_000,
+            min_actions_for_high_rate: 10,
+            max_tracked_pages: 30_000,
+            per_application: false,
+            techniques: vec![
+                Technique::Replication,
+                Technique::Interleaving,
+                Technique::CoLocation,
+            ],
+            min_samples_when_estimated: 100,
+            fault_sample_window_epochs: 8,
+            fault_sample_window_max_epochs: 256,
+            seed: 1,
+        }
+    }
+}
+
+impl CarrefourConfig {
+    /// Checks the parameters: fractions in [0, 1], positive sampling periods, and values the
+    /// page table can count.
+    pub(super) fn validate(&self) -> Result<(), PolicyError> {
+        let bad = |m: String| PolicyError::Config {
+            policy: "carrefour".into(),
+            message: m,
+        };
+        if !(0.0..=1.0).contains(&self.mrr_threshold) || !(0.0..=1.0).contains(&self.lar_threshold)
+        {
+            return Err(bad(
+                "mrr_threshold and lar_threshold are fractions in [0, 1]".into(),
+            ));
+        }
+        if self.sampling_period_high_cycles == 0 || self.sampling_period_low_cycles == 0 {
+            return Err(bad("sampling periods must be positive".into()));
+        }
+        if self.min_samples_per_page == 0 || self.min_samples_per_page > u32::from(u16::MAX) {
+            return Err(bad(format!(
+                "min_samples_per_page must be between 1 and {} (samples per page are counted \
+                 in 16 bits)",
+                u16::MAX
+            )));
+        }
+        if self.max_collapses_per_page >= pages::MAX_COLLAPSES {
+            return Err(bad(format!(
+                "max_collapses_per_page must be below {} (collapses are counted up to that)",
+                pages::MAX_COLLAPSES
+            )));
+        }
+        if self.fault_sample_window_max_epochs > pages::MAX_WINDOW_EPOCHS {
+            return Err(bad(format!(
+                "fault_sample_window_max_epochs must be at most {}",
+                pages::MAX_WINDOW_EPOCHS
+            )));
+        }
+        if self.fault_sample_window_epochs > self.fault_sample_window_max_epochs {
+            return Err(bad(format!(
+                "fault_sample_window_epochs ({}) must be at most fault_sample_window_max_epochs \
+                 ({})",
+                self.fault_sample_window_epochs, self.fault_sample_window_max_epochs
+            )));
+        }
+        if let Some(f) = self.replication_min_free_fraction {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(bad(
+                    "replication_min_free_fraction is a fraction in [0, 1]".into()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The free fraction of memory replication needs on a machine of `nodes` nodes.
+    pub(super) fn min_free_fraction(&self, nodes: usize) -> f64 {
+        self.replication_min_free_fraction
+            .unwrap_or(1.0 - 1.0 / nodes as f64)
+    }
+
+    /// Whether mechanism `t` is enabled.
+    pub(super) fn has(&self, t: Technique) -> bool {
+        self.techniques.contains(&t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Carrefour;
+    use super::*;
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let bad = |cfg: CarrefourConfig| Carrefour::new(cfg).is_err();
+        assert!(bad(CarrefourConfig {
+            mrr_threshold: 1.5,
+            ..CarrefourConfig::default()
+        }));
+        assert!(bad(CarrefourConfig {
+            sampling_period_low_cycles: 0,
+            ..CarrefourConfig::default()
+        }));
+        assert!(bad(CarrefourConfig {
+            min_samples_per_page: 0,
+            ..CarrefourConfig::default()
+        }));
+        assert!(bad(CarrefourConfig {
+            replication_min_free_fraction: Some(-0.1),
+            ..CarrefourConfig::default()
+        }));
+        // Beyond what the per-page counters hold.
+        assert!(bad(CarrefourConfig {
+            min_samples_per_page: 70_000,
+            ..CarrefourConfig::default()
+        }));
+        assert!(bad(CarrefourConfig {
+            max_collapses_per_page: 31,
+            ..CarrefourConfig::default()
+        }));
+        assert!(!bad(CarrefourConfig {
+            max_collapses_per_page: 30,
+            ..CarrefourConfig::default()
+        }));
+        assert!(bad(CarrefourConfig {
+            fault_sample_window_epochs: 5000,
+            ..CarrefourConfig::default()
+        }));
+        assert!(bad(CarrefourConfig {
+            fault_sample_window_max_epochs: 5000,
+            fault_sample_window_epochs: 5000,
+            ..CarrefourConfig::default()
+        }));
+        assert!(!bad(CarrefourConfig {
+            fault_sample_window_max_epochs: 4096,
+            fault_sample_window_epochs: 4096,
+            ..CarrefourConfig::default()
+        }));
+    }
+}

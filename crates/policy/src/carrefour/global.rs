@@ -1,0 +1,84 @@
+//! Carrefour's global decisions, per application (Figure 4): whether Carrefour runs for it and
+//! which of its mechanisms it may use this epoch; and how fast to sample next (section 3.3.1).
+
+use super::config::{CarrefourConfig, Technique};
+use crate::metrics::{AppMetrics, GlobalMetrics};
+use rondpoint_model::Pid;
+
+/// What Carrefour decided for one application in the last epoch (for reports and tests).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppDecision {
+    pub pid: Pid,
+    pub enabled: bool,
+    pub replication: bool,
+    pub interleaving: bool,
+    pub co_location: bool,
+    pub metrics: AppMetrics,
+}
+
+/// The global decisions (Figure 4) for each application, on a machine of `nodes` nodes;
+/// `estimated` when the backend estimates DRAM traffic from samples.
+pub(super) fn decide(
+    cfg: &CarrefourConfig,
+    global: &GlobalMetrics,
+    apps: &[AppMetrics],
+    estimated: bool,
+    nodes: usize,
+) -> Vec<AppDecision> {
+    let min_free = cfg.min_free_fraction(nodes);
+    let mut decisions = Vec::with_capacity(apps.len());
+    for a in apps {
+        let enabled = if estimated {
+            a.samples >= cfg.min_samples_when_estimated
+        } else {
+            a.maptu >= cfg.maptu_threshold
+        };
+        let (imbalance, lar) = if cfg.per_application {
+            (
+                a.mc_imbalance_pct.unwrap_or(global.mc_imbalance_pct),
+                a.lar.unwrap_or(global.lar),
+            )
+        } else {
+            (global.mc_imbalance_pct, global.lar)
+        };
+        decisions.push(AppDecision {
+            pid: a.pid,
+            enabled,
+            replication: enabled
+                && cfg.has(Technique::Replication)
+                && global.free_fraction >= min_free
+                && a.mrr >= cfg.mrr_threshold,
+            interleaving: enabled
+                && cfg.has(Technique::Interleaving)
+                && imbalance > cfg.mc_imbalance_threshold_pct,
+            co_location: enabled && cfg.has(Technique::CoLocation) && lar < cfg.lar_threshold,
+            metrics: a.clone(),
+        });
+    }
+    decisions
+}
+
+/// The sampling period for the next epoch, given this epoch's `decisions`, whether any
+/// application was seen at all (`no_apps` when none was), and the pages `acted` on.
+///
+/// Adaptive sampling (section 3.3.1). Sampling stops while no application is above the
+/// MAPTU threshold, which the counters keep measuring; when the traffic is estimated
+/// from the samples themselves, stopping them would blind Carrefour for good, so it only
+/// slows down.
+pub(super) fn sampling_period(
+    cfg: &CarrefourConfig,
+    decisions: &[AppDecision],
+    no_apps: bool,
+    estimated: bool,
+    acted: usize,
+) -> Option<u64> {
+    let any_enabled = decisions.iter().any(|d| d.enabled);
+    let quiet = !any_enabled && !no_apps;
+    if quiet && !estimated {
+        None
+    } else if !quiet && (acted >= cfg.min_actions_for_high_rate || no_apps) {
+        Some(cfg.sampling_period_high_cycles)
+    } else {
+        Some(cfg.sampling_period_low_cycles)
+    }
+}

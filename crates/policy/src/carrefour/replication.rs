@@ -1,0 +1,126 @@
+//! Replication's state across epochs (section 3.3.2): the pages marked for it by the page-local
+//! rules, held until an application has enough of them, and what collapses teach about pages
+//! (a page whose replicas collapsed too often is not replicated again).
+
+use super::actions::replications;
+use super::config::CarrefourConfig;
+use super::global::AppDecision;
+use super::pages::{PageKey, PageTable};
+use rondpoint_model::{Action, Collapse, NodeId, Observation, Pid};
+use rustc_hash::FxHashSet;
+use std::collections::{BTreeMap, HashMap};
+
+/// Pages marked for replication, by process, and the processes replicating already.
+#[derive(Debug, Default)]
+pub(super) struct Replication {
+    pending: BTreeMap<Pid, FxHashSet<PageKey>>,
+    replicating: FxHashSet<Pid>,
+}
+
+impl Replication {
+    /// Marks a page for replication.
+    pub(super) fn mark(&mut self, key: PageKey) {
+        self.pending.entry(key.0).or_default().insert(key);
+    }
+
+    /// The replications of this epoch, and how many pages they replicate; `thread_nodes` are
+    /// the nodes running each process's threads (where replicas go).
+    ///
+    /// Replication, once enough pages are marked (section 3.3.2): each process's pages in
+    /// (page size, address) order, contiguous ones merged into one action.
+    pub(super) fn replicate(
+        &mut self,
+        decisions: &[AppDecision],
+        thread_nodes: &HashMap<Pid, Vec<NodeId>>,
+        pages: &mut PageTable,
+        cfg: &CarrefourConfig,
+    ) -> (Vec<Action>, usize) {
+        let mut actions: Vec<Action> = Vec::new();
+        let mut replicated = 0;
+        let pids: Vec<Pid> = self.pending.keys().copied().collect();
+        for pid in pids {
+            let still_allowed = decisions.iter().any(|d| d.pid == pid && d.replication);
+            let ready = self.replicating.contains(&pid)
+                || self
+                    .pending
+                    .get(&pid)
+                    .is_some_and(|v| v.len() >= cfg.min_replication_candidates);
+            if !still_allowed {
+                // Marks do not survive a change of heart (MRR or free memory fell).
+                self.pending.remove(&pid);
+                continue;
+            }
+            if !ready {
+                continue;
+            }
+            let nodes = thread_nodes.get(&pid).cloned().unwrap_or_default();
+            if nodes.len() < 2 {
+                continue;
+            }
+            self.replicating.insert(pid);
+            let keys: Vec<PageKey> = self
+                .pending
+                .remove(&pid)
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            replicated += keys.len();
+            for key in &keys {
+                if let Some(i) = pages.entry_for(key) {
+                    pages.slot_mut(i).set_replicated(true);
+                }
+            }
+            actions.extend(replications(keys, &nodes));
+        }
+        self.bound(cfg.max_tracked_pages);
+        (actions, replicated)
+    }
+
+    /// Bounds the pending lists to the tracking capacity.
+    fn bound(&mut self, max_tracked_pages: usize) {
+        for v in self.pending.values_mut() {
+            if v.len() > max_tracked_pages {
+                let mut keys: Vec<PageKey> = v.drain().collect();
+                keys.sort_unstable();
+                keys.truncate(max_tracked_pages);
+                v.extend(keys);
+            }
+        }
+    }
+
+    /// Bytes held by the marks.
+    pub(super) fn state_bytes(&self) -> usize {
+        self.pending
+            .values()
+            .map(|v| v.len() * (std::mem::size_of::<PageKey>() + 8))
+            .sum::<usize>()
+    }
+}
+
+/// Counts the collapses a backend reports into the pages they hit, which are no longer
+/// replicated (they may be marked again; after `max_collapses_per_page`, never).
+pub(super) fn forget_collapsed(pages: &mut PageTable, collapses: &[Collapse]) {
+    for c in collapses {
+        let size = c.page.page_size.bytes();
+        for k in 0..c.page.count {
+            let key = (c.page.pid, c.page.start + k * size, c.page.page_size);
+            if let Some(i) = pages.entry_for(&key) {
+                let slot = pages.slot_mut(i);
+                slot.add_collapses(c.count);
+                slot.set_replicated(false);
+            }
+        }
+    }
+}
+
+/// Nodes running each application's threads (where replicas go).
+pub(super) fn thread_nodes(obs: &Observation) -> HashMap<Pid, Vec<NodeId>> {
+    let mut thread_nodes: HashMap<Pid, Vec<NodeId>> = HashMap::new();
+    for p in &obs.processes {
+        let mut v: Vec<NodeId> = p.threads.iter().map(|t| t.node).collect();
+        v.sort_unstable();
+        v.dedup();
+        thread_nodes.insert(p.pid, v);
+    }
+    thread_nodes
+}
