@@ -39,7 +39,7 @@ REFS = {
           "/sys/devices/system/cpu/cpu{0,1}/{topology,cache}.",
     "gaud": "Gaud et al., 'Scheduling Applications on NUMA Multicore Platforms with an "
             "Asymmetric Interconnect Topology', section 2.1 and Figure 1 "
-            "(seed 003_10581fada7a362d4.txt): Dell PowerEdge R905, 4 x Opteron 8380, "
+            "(seed [Gaud10]): Dell PowerEdge R905, 4 x Opteron 8380, "
             "4 cores @2.5 GHz, private L1 64 KB / L2 512 KB, shared 6 MB L3 per "
             "processor, 32 GB DDR2 = 8 GB per node, HT links 0-1 0-2 1-2 1-3 2-3, no 0-3.",
     "opteron-slit": "github.com/larsbergstrom/NUMA-STREAM, file stream-pthreads.c "
@@ -73,7 +73,7 @@ REFS = {
                     "24 14 26 10`.",
     "apsys21": "Choe, Kim, Ahn, 'Rethinking Remote Memory Placement on Large-Memory "
                "Systems with Path Diversity' (APSys'21), Table 1 (seed "
-               "004_3f7e99ce3837118e.txt): AWS m5a.24xlarge, 6 nodes, EPYC 7571, node 0 "
+               "[Choe21]): AWS m5a.24xlarge, 6 nodes, EPYC 7571, node 0 "
                "distances `10 16 16 32 32 32`.",
     "naples-slit": "github.com/WyvernTKC/cpuminer-gr-avx2 issue #22: dual EPYC 7551 "
                    "(Naples), 8 nodes, `numactl -H` distances 10 local, 16 same socket, "
