@@ -33,9 +33,10 @@ pub trait Machine {
     /// The machine's topology.
     fn topology(&self) -> &Topology;
 
-    /// What the machine can observe and do. The engine refuses to run a policy whose needs
-    /// it does not meet, before anything is touched.
-    fn capabilities(&self) -> Capabilities;
+    /// What the machine can observe and do (a live machine probes what it needs to know the
+    /// first time it is asked). The engine refuses to run a policy whose needs it does not
+    /// meet, before anything is touched.
+    fn capabilities(&mut self) -> Capabilities;
 
     /// The managed processes as they are now.
     fn processes(&self) -> Vec<ProcessInfo>;

@@ -29,7 +29,7 @@ impl Machine for Fake {
     fn topology(&self) -> &Topology {
         &self.topo
     }
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&mut self) -> Capabilities {
         Capabilities::all()
     }
     fn processes(&self) -> Vec<ProcessInfo> {
@@ -238,7 +238,7 @@ impl Machine for NoReplicas {
     fn topology(&self) -> &Topology {
         self.0.topology()
     }
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&mut self) -> Capabilities {
         Capabilities::all()
     }
     fn processes(&self) -> Vec<ProcessInfo> {
@@ -468,7 +468,7 @@ impl Machine for Sampled {
     fn topology(&self) -> &Topology {
         self.fake.topology()
     }
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&mut self) -> Capabilities {
         Capabilities::all()
     }
     fn processes(&self) -> Vec<ProcessInfo> {
@@ -617,7 +617,7 @@ impl Machine for Limited {
     fn topology(&self) -> &Topology {
         self.fake.topology()
     }
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&mut self) -> Capabilities {
         self.caps.clone()
     }
     fn processes(&self) -> Vec<ProcessInfo> {
@@ -705,7 +705,7 @@ impl Machine for Interruptible {
     fn topology(&self) -> &Topology {
         self.fake.topology()
     }
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&mut self) -> Capabilities {
         Capabilities::all()
     }
     fn processes(&self) -> Vec<ProcessInfo> {

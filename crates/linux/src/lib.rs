@@ -11,6 +11,7 @@
 
 pub mod actuate;
 pub mod capabilities;
+pub mod launch;
 pub mod machine;
 pub mod perf;
 pub mod procfs;

@@ -196,6 +196,15 @@ impl Outcome {
         }
     }
 
+    /// An action that moves no pages, done another way, described in `note`.
+    pub fn substituted(action: usize, note: impl Into<String>) -> Self {
+        Self {
+            status: OutcomeStatus::Substituted,
+            note: Some(note.into()),
+            ..Self::applied(action)
+        }
+    }
+
     /// An outcome for an action that was not attempted.
     pub fn skipped(action: usize, pages_requested: u64, why: impl Into<String>) -> Self {
         Self {

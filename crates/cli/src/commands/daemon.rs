@@ -87,7 +87,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         comm: args.comm.clone(),
         cgroups: args.cgroups.clone(),
     };
-    let machine = LinuxMachine::to_select(RealSys::new(), topology, live, selection);
+    let mut machine = LinuxMachine::to_select(RealSys::new(), topology, live, selection);
     if machine.managed().is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
         bail!(
             "no process to manage: {} not running",
@@ -98,7 +98,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
                 .join(", ")
         );
     }
-    let mut recording = opts.recording("daemon", &machine)?;
+    let mut recording = opts.recording("daemon", &mut machine)?;
     let started = Instant::now();
     let mut state = State {
         schema_version: 1,
@@ -129,7 +129,6 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             }
         }
     };
-    let mut machine = machine;
     let acct = drive(
         &mut machine,
         policy.as_mut(),

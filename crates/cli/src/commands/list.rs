@@ -116,7 +116,7 @@ fn live_capabilities(sysfs_root: &std::path::Path) -> Result<Capabilities> {
         sysfs_root: sysfs_root.to_path_buf(),
         ..LiveConfig::default()
     };
-    let machine = LinuxMachine::to_launch(RealSys::new(), topology, config, Vec::new());
+    let mut machine = LinuxMachine::to_launch(RealSys::new(), topology, config, Vec::new());
     Ok(machine.capabilities())
 }
 

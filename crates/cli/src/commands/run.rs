@@ -82,8 +82,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let machine = LinuxMachine::to_launch(RealSys::new(), topology, live, args.command.clone());
-    let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &machine)?;
+    let mut machine = LinuxMachine::to_launch(RealSys::new(), topology, live, args.command.clone());
+    let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &mut machine)?;
     let stop = signals::install()?;
     let started = Instant::now();
     let progress = std::io::stderr().is_terminal() && !opts.json;
@@ -105,7 +105,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // SIGINT/SIGTERM/SIGHUP: pass SIGTERM on to the program once (Machine::interrupt), and
     // keep managing until it ends, so that the report is complete and the exit status is the
     // program's.
-    let mut machine = machine;
     let acct = drive(
         &mut machine,
         policy.as_mut(),

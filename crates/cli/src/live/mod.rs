@@ -73,17 +73,18 @@ impl LiveOptions {
     pub fn recording(
         &self,
         what: &str,
-        machine: &LinuxMachine<RealSys>,
+        machine: &mut LinuxMachine<RealSys>,
     ) -> Result<Option<LiveRecording>> {
         self.record
             .as_deref()
             .map(|path| {
                 let source = recording::live_source(what, &self.policy);
+                let capabilities = machine.capabilities();
                 LiveRecording::create(
                     path,
                     source,
                     machine.topology(),
-                    &machine.capabilities(),
+                    &capabilities,
                     self.record_max_samples.0,
                 )
             })

@@ -119,8 +119,10 @@ pub struct LinuxMachine<S: Sys> {
     signals: Signals,
     stats: LiveStats,
     thp: HashMap<Pid, Vec<ThpMapping>>,
-    /// What this machine can observe and do (probed when it was built).
-    probe: Probe,
+    /// Whether it launches its program (allocation policies can be set only then).
+    launches: bool,
+    /// What this machine can observe and do, probed the first time the engine asks.
+    probe: Option<Probe>,
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: HashMap<(Pid, u64), NodeId>,
@@ -145,17 +147,17 @@ fn sys_err(what: &str) -> impl Fn(Errno) -> LiveError + '_ {
 }
 
 impl<S: Sys> LinuxMachine<S> {
-    fn new(mut sys: S, topology: Topology, config: LiveConfig, launches: bool) -> Self {
+    fn new(sys: S, topology: Topology, config: LiveConfig, launches: bool) -> Self {
         let proc = ProcRoot::new(config.proc_root.clone());
         let sysfs = SysfsRoot::new(config.sysfs_root.clone());
         let numa_balancing = proc.numa_balancing().ok().flatten();
         let balancing_at_start = stats::balancing_counters(&proc);
-        let probe = Probe::run(&mut sys, &sysfs, numa_balancing, launches);
         Self {
             sys,
             proc,
             sysfs,
-            probe,
+            launches,
+            probe: None,
             config,
             topology,
             roots: Vec::new(),
@@ -269,8 +271,19 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         &self.topology
     }
 
-    fn capabilities(&self) -> Capabilities {
-        self.probe.capabilities()
+    fn capabilities(&mut self) -> Capabilities {
+        let probe = match self.probe.take() {
+            Some(p) => p,
+            None => Probe::run(
+                &mut self.sys,
+                &self.sysfs,
+                self.signals.numa_balancing,
+                self.launches,
+            ),
+        };
+        let capabilities = probe.capabilities();
+        self.probe = Some(probe);
+        capabilities
     }
 
     fn processes(&self) -> Vec<ProcessInfo> {
@@ -337,12 +350,15 @@ impl<S: Sys> Machine for LinuxMachine<S> {
             Action::SetMemPolicy { pid, policy } if *pid == PENDING => Some(policy.clone()),
             _ => None,
         });
-        self.launch_now(policy.as_ref())?;
+        let substituted = self.launch_now(policy.as_ref())?;
         Ok(actions
             .iter()
             .enumerate()
             .map(|(i, a)| match a {
-                Action::SetMemPolicy { pid, .. } if *pid == PENDING => Outcome::applied(i),
+                Action::SetMemPolicy { pid, .. } if *pid == PENDING => match &substituted {
+                    None => Outcome::applied(i),
+                    Some(note) => Outcome::substituted(i, note.clone()),
+                },
                 _ => Outcome::skipped(i, 0, "the program had not started yet"),
             })
             .collect())

@@ -2,7 +2,8 @@
 //! rondpoint launches, and their descendants.
 
 use super::{LinuxMachine, LiveError};
-use crate::sys::{MemPolicyMode, NodeMask, Sys};
+use crate::sys::Sys;
+use crate::{capabilities, launch};
 use rondpoint_model::{MemPolicy, Pid};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -70,23 +71,20 @@ impl<S: Sys> LinuxMachine<S> {
         self.managed = set;
     }
 
-    pub(super) fn launch_now(&mut self, policy: Option<&MemPolicy>) -> Result<(), LiveError> {
+    /// Launches the program with `policy` set before exec, and says what was set instead of
+    /// it when this kernel cannot set it as asked.
+    pub(super) fn launch_now(
+        &mut self,
+        policy: Option<&MemPolicy>,
+    ) -> Result<Option<String>, LiveError> {
         let Some(argv) = self.launch.take() else {
-            return Ok(());
+            return Ok(None);
         };
-        let mempolicy = policy.and_then(|p| match p {
-            MemPolicy::Default => None,
-            MemPolicy::Bind { nodes } => Some((MemPolicyMode::Bind, nodes.clone())),
-            MemPolicy::Interleave { nodes } => Some((MemPolicyMode::Interleave, nodes.clone())),
-            MemPolicy::PreferredMany { nodes } => {
-                Some((MemPolicyMode::PreferredMany, nodes.clone()))
-            }
-            MemPolicy::WeightedInterleave { weights } => Some((
-                MemPolicyMode::WeightedInterleave,
-                weights.iter().map(|w| w.0).collect(),
-            )),
+        let launch = policy.and_then(|p| {
+            launch::launch_policy(p, capabilities::interleave_weights(&self.sysfs).as_ref())
         });
-        let policy = mempolicy.map(|(m, nodes)| (m, NodeMask::of(nodes.iter().map(|n| n.0))));
+        let substituted = launch.as_ref().and_then(|l| l.substituted.clone());
+        let policy = launch.map(|l| (l.mode, l.nodes));
         let program = argv
             .first()
             .map(|a| a.to_string_lossy().into_owned())
@@ -101,6 +99,6 @@ impl<S: Sys> LinuxMachine<S> {
         self.start = Instant::now();
         self.epoch_start = self.start;
         self.attach_sampler();
-        Ok(())
+        Ok(substituted)
     }
 }

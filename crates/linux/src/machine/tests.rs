@@ -686,3 +686,130 @@ fn a_cgroup_selects_the_processes_its_cgroup_procs_lists_but_never_rondpoint() {
     assert_eq!(m.managed(), vec![Pid(4250), Pid(4260)]);
     assert!(!m.finished(), "a cgroup may gain processes later");
 }
+
+/// A sysfs copy of the fixture with the kernel's weighted-interleave weights, when given.
+fn with_kernel_weights(weights: Option<&[(u16, u8)]>) -> (tempfile::TempDir, LiveConfig) {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = dir.path().join("sys");
+    copy_dir(&config().sysfs_root, &sysfs);
+    if let Some(weights) = weights {
+        let wi = sysfs.join(crate::capabilities::WEIGHTED_INTERLEAVE_DIR);
+        std::fs::create_dir_all(&wi).unwrap();
+        for (n, w) in weights {
+            std::fs::write(wi.join(format!("node{n}")), format!("{w}\n")).unwrap();
+        }
+    }
+    let cfg = LiveConfig {
+        sysfs_root: sysfs,
+        ..config()
+    };
+    (dir, cfg)
+}
+
+fn launch_weighted(cfg: LiveConfig, weights: &[(u16, u8)]) -> (Outcome, Call) {
+    let mut m = LinuxMachine::to_launch(FakeSys::new(), topo(), cfg, vec!["prog".into()]);
+    let out = m
+        .start(&[Action::SetMemPolicy {
+            pid: PENDING,
+            policy: MemPolicy::WeightedInterleave {
+                weights: weights.iter().map(|&(n, w)| (NodeId(n), w)).collect(),
+            },
+        }])
+        .unwrap();
+    let spawn = m.sys().calls_named("spawn")[0].clone();
+    (out[0].clone(), spawn)
+}
+
+#[test]
+fn weighted_interleave_at_launch_is_applied_only_as_the_kernel_can_do_it() {
+    use rondpoint_model::OutcomeStatus;
+    // No weighted interleave in this kernel: the weighted nodes interleaved evenly, said so.
+    let (_dir, cfg) = with_kernel_weights(None);
+    let (out, spawn) = launch_weighted(cfg, &[(0, 3), (1, 1)]);
+    assert_eq!(out.status, OutcomeStatus::Substituted);
+    assert!(out.note.as_deref().unwrap_or("").contains("Linux 6.9+"), "{out:?}");
+    assert_eq!(
+        spawn,
+        Call::Spawn {
+            argv: vec!["prog".into()],
+            policy: Some((MemPolicyMode::Interleave, vec![0, 1]))
+        }
+    );
+    // The kernel's weights in the same proportions: done as asked.
+    let (_dir, cfg) = with_kernel_weights(Some(&[(0, 6), (1, 2), (2, 1), (3, 1)]));
+    let (out, spawn) = launch_weighted(cfg, &[(0, 3), (1, 1)]);
+    assert_eq!(out.status, OutcomeStatus::Applied, "{out:?}");
+    assert_eq!(
+        spawn,
+        Call::Spawn {
+            argv: vec!["prog".into()],
+            policy: Some((MemPolicyMode::WeightedInterleave, vec![0, 1]))
+        }
+    );
+    // Other weights: the kernel's are used, machine-wide settings are left alone, said so.
+    let (_dir, cfg) = with_kernel_weights(Some(&[(0, 1), (1, 1), (2, 1), (3, 1)]));
+    let (out, _) = launch_weighted(cfg, &[(0, 3), (1, 1)]);
+    assert_eq!(out.status, OutcomeStatus::Substituted);
+    assert!(
+        out.note.as_deref().unwrap_or("").contains("machine-wide weights"),
+        "{out:?}"
+    );
+}
+
+/// Needs hardware counters, as N-MASS will.
+struct NeedsCounters;
+
+impl rondpoint_policy::Policy for NeedsCounters {
+    fn name(&self) -> &str {
+        "needs-counters"
+    }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        vec![
+            rondpoint_model::Need::one(
+                rondpoint_model::Capability::ThreadCounters,
+                "to compute each process's MPKI",
+            )
+            .exactly(),
+        ]
+    }
+    fn start(&mut self, _: &Topology, procs: &[ProcessInfo]) -> Vec<Action> {
+        procs
+            .iter()
+            .map(|p| Action::SetMemPolicy {
+                pid: p.pid,
+                policy: MemPolicy::Interleave {
+                    nodes: vec![NodeId(0), NodeId(1)],
+                },
+            })
+            .collect()
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn a_policy_needing_counters_is_refused_on_a_machine_without_a_pmu_before_anything_starts() {
+    let mut sys = FakeSys::new();
+    sys.fail_next.push_back(("perf_open", Errno::ENOENT));
+    let mut m = LinuxMachine::to_launch(sys, topo(), config(), vec!["prog".into()]);
+    let err = rondpoint_engine::run(
+        &mut m,
+        &mut NeedsCounters,
+        &mut rondpoint_engine::VirtualClock::default(),
+        &rondpoint_engine::EngineConfig::default(),
+        |_| panic!("no epoch may run"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        err,
+        "needs-counters cannot run on this machine: it needs per-thread instructions, cycles and \
+         LLC misses (thread-counters) to compute each process's MPKI; this machine: \
+         thread-counters: no hardware counters (perf_event_open: ENOENT for PERF_TYPE_HARDWARE)"
+    );
+    // The probe's counter is all the kernel saw: nothing was started or touched.
+    let calls: Vec<&str> = m.sys().calls.iter().map(Call::name).collect();
+    assert_eq!(calls, vec!["perf_open"]);
+    assert!(m.launched().is_none());
+}

@@ -317,7 +317,7 @@ impl Machine for SimMachine {
 
     /// The simulator counts, samples and does everything a policy may ask for, ground truth
     /// included.
-    fn capabilities(&self) -> Capabilities {
+    fn capabilities(&mut self) -> Capabilities {
         Capabilities::all()
     }
 
