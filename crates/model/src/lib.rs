@@ -11,6 +11,7 @@ pub mod counters;
 pub mod cpulist;
 pub mod draw;
 pub mod ids;
+pub mod metrics;
 pub mod observation;
 pub mod page;
 pub mod sample;

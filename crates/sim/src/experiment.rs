@@ -78,7 +78,7 @@ pub struct AppResult {
 
 /// Population standard deviation over mean, in percent (the imbalance of
 /// 000_4074eef64cabe9e6.txt section 2); one definition for policies and reports.
-pub use rondpoint_policy::metrics::imbalance_pct;
+pub use rondpoint_model::metrics::imbalance_pct;
 
 /// Longest a run may take in simulated time before it is declared stuck.
 pub const TIME_LIMIT_S: f64 = 3600.0;
@@ -169,19 +169,5 @@ pub fn fill_speedups(results: &mut [RunResult]) {
             .iter()
             .find(|(m, w, _)| *m == r.machine && *w == r.workload)
             .map(|(_, _, ft)| ft / r.completion_s);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn imbalance_of_one_hot_controller_matches_the_paper() {
-        // 000_4074eef64cabe9e6.txt Table 1: 170% for first-touch streamcluster, where one of
-        // four controllers serves (nearly) everything; exactly one hot gives sqrt(3) = 173%.
-        assert!((imbalance_pct(&[1.0, 0.0, 0.0, 0.0]) - 173.2).abs() < 0.1);
-        assert_eq!(imbalance_pct(&[2.0, 2.0, 2.0]), 0.0);
-        assert_eq!(imbalance_pct(&[]), 0.0);
     }
 }

@@ -727,7 +727,10 @@ fn weighted_interleave_at_launch_is_applied_only_as_the_kernel_can_do_it() {
     let (_dir, cfg) = with_kernel_weights(None);
     let (out, spawn) = launch_weighted(cfg, &[(0, 3), (1, 1)]);
     assert_eq!(out.status, OutcomeStatus::Substituted);
-    assert!(out.note.as_deref().unwrap_or("").contains("Linux 6.9+"), "{out:?}");
+    assert!(
+        out.note.as_deref().unwrap_or("").contains("Linux 6.9+"),
+        "{out:?}"
+    );
     assert_eq!(
         spawn,
         Call::Spawn {
@@ -751,7 +754,10 @@ fn weighted_interleave_at_launch_is_applied_only_as_the_kernel_can_do_it() {
     let (out, _) = launch_weighted(cfg, &[(0, 3), (1, 1)]);
     assert_eq!(out.status, OutcomeStatus::Substituted);
     assert!(
-        out.note.as_deref().unwrap_or("").contains("machine-wide weights"),
+        out.note
+            .as_deref()
+            .unwrap_or("")
+            .contains("machine-wide weights"),
         "{out:?}"
     );
 }

@@ -2,8 +2,9 @@
 //! which of its mechanisms it may use this epoch; and how fast to sample next (section 3.3.1).
 
 use super::config::{CarrefourConfig, Technique};
-use crate::metrics::{AppMetrics, GlobalMetrics};
+use crate::metrics::AppMetrics;
 use rondpoint_model::Pid;
+use rondpoint_model::metrics::GlobalMetrics;
 
 /// What Carrefour decided for one application in the last epoch (for reports and tests).
 #[derive(Clone, Debug, PartialEq)]

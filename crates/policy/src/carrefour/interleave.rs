@@ -3,10 +3,10 @@
 
 use super::config::CarrefourConfig;
 use super::global::AppDecision;
-use crate::metrics::GlobalMetrics;
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::draw::weighted_index;
+use rondpoint_model::metrics::GlobalMetrics;
 
 /// Each decision's interleaving odds (`None` where it does not interleave): from the traffic
 /// each node serves, the machine's, or in per-application mode the application's own when its

@@ -51,12 +51,13 @@ pub use config::{CarrefourConfig, Technique};
 pub use global::AppDecision;
 pub use pages::COUNTED_NODES;
 
-use crate::metrics::{self, DenseNodes, GlobalMetrics, SampleTallies};
+use crate::metrics::{self, DenseNodes, SampleTallies};
 use crate::{Policy, PolicyError};
 use pages::{PageKey, PageTable};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use replication::Replication;
+use rondpoint_model::metrics::{self as traffic, GlobalMetrics};
 use rondpoint_model::{
     Action, Capability, CounterGroup, Need, Observation, PageSize, Pid, Sample, SamplingRequest,
     Topology,
@@ -291,7 +292,7 @@ impl Policy for Carrefour {
 
     fn decide(&mut self, topology: &Topology, obs: &Observation) -> Vec<Action> {
         let n = topology.len();
-        let global = metrics::global(obs);
+        let global = traffic::global(obs);
         let tallies = self.count_rest(topology, obs);
         let apps = metrics::per_app_with(obs, topology, tallies);
         replication::forget_collapsed(&mut self.pages, &obs.collapses);

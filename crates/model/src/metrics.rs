@@ -1,0 +1,129 @@
+//! Traffic metrics computed from an [`Observation`], named as in the papers ([Dashti13]
+//! Table 2): what reports show and policies decide on. Per-application metrics a policy derives
+//! from its own sample counts stay with the policy.
+
+use crate::observation::Observation;
+
+/// Population standard deviation over the mean, in percent (0 when the mean is 0): the
+/// imbalance of [Dashti13 §2].
+pub fn imbalance_pct(loads: &[f64]) -> f64 {
+    if loads.is_empty() {
+        return 0.0;
+    }
+    let mean = loads.iter().sum::<f64>() / loads.len() as f64;
+    if mean <= 0.0 {
+        return 0.0;
+    }
+    let var = loads.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / loads.len() as f64;
+    100.0 * var.sqrt() / mean
+}
+
+/// Machine-wide metrics of one epoch, from the per-node counters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GlobalMetrics {
+    /// Memory-controller imbalance (percent).
+    pub mc_imbalance_pct: f64,
+    /// Local access ratio (0 to 1; 1 when there was no DRAM traffic).
+    pub lar: f64,
+    /// DRAM accesses per microsecond, whole machine.
+    pub maptu: f64,
+    /// DRAM accesses per microsecond served by each node's controller (dense node index).
+    pub maptu_by_node: Vec<f64>,
+    /// Free memory over total memory.
+    pub free_fraction: f64,
+    /// Memory read ratio: DRAM reads over DRAM accesses (1 when there were none).
+    pub mrr: f64,
+}
+
+/// The epoch's length in microseconds (at least a billionth of one, to divide by).
+pub fn epoch_micros(obs: &Observation) -> f64 {
+    (obs.counters.duration_ns as f64 / 1e3).max(1e-9)
+}
+
+/// Machine-wide metrics.
+pub fn global(obs: &Observation) -> GlobalMetrics {
+    let us = epoch_micros(obs);
+    let nodes = &obs.counters.nodes;
+    let served: Vec<f64> = nodes.iter().map(|n| n.dram_accesses() as f64).collect();
+    let total: f64 = served.iter().sum();
+    let local: f64 = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| n.dram_accesses_by_source.get(i).copied().unwrap_or(0) as f64)
+        .sum();
+    let writes: f64 = nodes.iter().map(|n| n.dram_writes as f64).sum();
+    let mem_total: u64 = obs.memory.iter().map(|m| m.total_bytes).sum();
+    let mem_free: u64 = obs.memory.iter().map(|m| m.free_bytes).sum();
+    GlobalMetrics {
+        mc_imbalance_pct: imbalance_pct(&served),
+        lar: if total > 0.0 { local / total } else { 1.0 },
+        maptu: total / us,
+        maptu_by_node: served.iter().map(|s| s / us).collect(),
+        free_fraction: if mem_total > 0 {
+            mem_free as f64 / mem_total as f64
+        } else {
+            0.0
+        },
+        mrr: if total > 0.0 {
+            1.0 - writes / total
+        } else {
+            1.0
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Counters, NodeCounters, NodeId, NodeMemory};
+
+    fn node(i: u16, by_source: Vec<u64>, writes: u64) -> NodeCounters {
+        NodeCounters {
+            node: NodeId(i),
+            dram_accesses_by_source: by_source,
+            dram_writes: writes,
+            ..NodeCounters::default()
+        }
+    }
+
+    #[test]
+    fn global_metrics_from_counters() {
+        // Node 0 serves 300 accesses (100 local), node 1 serves 100 (all local); 40 writes.
+        let obs = Observation {
+            counters: Counters {
+                duration_ns: 1_000_000,
+                nodes: vec![node(0, vec![100, 200], 30), node(1, vec![0, 100], 10)],
+                ..Counters::default()
+            },
+            memory: vec![
+                NodeMemory {
+                    node: NodeId(0),
+                    total_bytes: 100,
+                    free_bytes: 25,
+                },
+                NodeMemory {
+                    node: NodeId(1),
+                    total_bytes: 100,
+                    free_bytes: 75,
+                },
+            ],
+            ..Observation::default()
+        };
+        let g = global(&obs);
+        assert!((g.lar - 0.5).abs() < 1e-12);
+        assert!((g.maptu - 0.4).abs() < 1e-12, "400 accesses in 1000 µs");
+        assert!((g.mc_imbalance_pct - 50.0).abs() < 1e-9);
+        assert!((g.free_fraction - 0.5).abs() < 1e-12);
+        assert!((g.mrr - 0.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn imbalance_of_one_hot_controller_matches_the_paper() {
+        // [Dashti13 Table 1]: 170% for first-touch streamcluster, where one of four
+        // controllers serves (nearly) everything; exactly one hot gives sqrt(3) = 173%.
+        assert!((imbalance_pct(&[1.0, 0.0, 0.0, 0.0]) - 173.2).abs() < 0.1);
+        assert_eq!(imbalance_pct(&[2.0, 2.0, 2.0]), 0.0);
+        assert_eq!(imbalance_pct(&[]), 0.0);
+        assert_eq!(imbalance_pct(&[0.0, 0.0]), 0.0);
+    }
+}
