@@ -16,7 +16,7 @@ pub use clock::{Clock, VirtualClock, WallClock};
 pub use limits::RateLimits;
 
 use rondpoint_model::{
-    Action, Capabilities, Collapse, Observation, Outcome, OutcomeStatus, ProcessInfo, Sample,
+    Action, Capabilities, Observation, Outcome, OutcomeStatus, ProcessInfo, Sample,
     SamplingRequest, Topology, Unmet,
 };
 use rondpoint_policy::Policy;
@@ -244,38 +244,6 @@ pub struct EpochReport<'a> {
     pub outcomes: &'a [Outcome],
 }
 
-/// The pages of the replications among `actions` that left no replica and did not place the
-/// pages otherwise either: skipped (a dry run, a rate limit), failed, or substituted (a backend
-/// that cannot replicate interleaves the pages instead) with pages left unplaced. The next
-/// observation reports them collapsed once, so that a policy does not go on believing replicas
-/// exist (Carrefour never looks at a replicated page again until it collapses). Replications a
-/// substitute placed in full are not reported: the policy leaves those pages be, as it would
-/// replicas; a machine that replicates reports its own collapses, page by page.
-///
-/// A replication made for some pages of its range and not others (a simulated machine out of
-/// memory on a node) is reported over the whole range: the outcome does not say which pages
-/// have replicas, and a made replica believed unmade costs one more request for it (which finds
-/// it made), while an unmade one believed made would leave its page alone for good.
-fn replicas_not_made<'a>(
-    actions: &'a [Action],
-    outcomes: &'a [Outcome],
-) -> impl Iterator<Item = Collapse> + 'a {
-    actions.iter().zip(outcomes).filter_map(|(a, o)| {
-        let Action::Replicate { range, .. } = a else {
-            return None;
-        };
-        let unmade = match o.status {
-            OutcomeStatus::Skipped | OutcomeStatus::Failed | OutcomeStatus::Partial => true,
-            OutcomeStatus::Substituted => o.pages_done < o.pages_requested,
-            _ => false,
-        };
-        unmade.then_some(Collapse {
-            page: *range,
-            count: 1,
-        })
-    })
-}
-
 /// Runs `policy` on `machine` until every program finishes, the time limit passes or a stop
 /// signal ends it. The policy's needs are checked against the machine's capabilities first:
 /// an unmet need is an error before anything is touched. `on_epoch` is called after each
@@ -302,18 +270,17 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     let start = policy.start(machine.topology(), &machine.processes());
     let outcomes = if config.dry_run {
         machine.start(&[]).map_err(boxed)?;
-        dry_run(&start)
+        dry_run_outcomes(&start, "dry run")
     } else {
         machine.start(&start).map_err(boxed)?
     };
     for (a, o) in start.iter().zip(&outcomes) {
         acct.record(a, o);
     }
+    policy.outcomes(&start, &outcomes);
 
     let mut epoch = 0u64;
     let mut stopping = Stopping::default();
-    // Replications carried out by no one, told to the policy with the next observation.
-    let mut unmade: Vec<Collapse> = Vec::new();
     let mut drained: Vec<Sample> = Vec::new();
     while !machine.finished() {
         let target = clock.now_ns().saturating_add(config.epoch_ns);
@@ -339,13 +306,12 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         // The engine numbers the epochs (the policy was given this number with the samples
         // drained during the epoch); a machine's own count, from 0, agrees.
         observation.epoch = epoch;
-        observation.collapses.append(&mut unmade);
         acct.samples_seen += observation.samples.len() as u64;
         let wanted = policy.decide(machine.topology(), &observation);
         machine.set_sampling(&policy.sampling());
         let (admitted, refused) = config.limits.admit(wanted);
         let mut outcomes = if config.dry_run {
-            dry_run(&admitted)
+            dry_run_outcomes(&admitted, "dry run")
         } else {
             machine.apply(&admitted).map_err(boxed)?
         };
@@ -359,7 +325,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             actions.push(a);
             outcomes.push(o);
         }
-        unmade.extend(replicas_not_made(&actions, &outcomes));
+        policy.outcomes(&actions, &outcomes);
         acct.epochs += 1;
         on_epoch(&EpochReport {
             epoch,
@@ -376,12 +342,12 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     Ok(acct)
 }
 
-/// The outcomes of actions a dry run does not carry out.
-fn dry_run(actions: &[Action]) -> Vec<Outcome> {
+/// The outcomes of actions not carried out, for `why` ("dry run", "replay").
+fn dry_run_outcomes(actions: &[Action], why: &str) -> Vec<Outcome> {
     actions
         .iter()
         .enumerate()
-        .map(|(i, a)| Outcome::skipped(i, limits::pages_of(a), "dry run"))
+        .map(|(i, a)| Outcome::skipped(i, limits::pages_of(a), why))
         .collect()
 }
 

@@ -255,6 +255,9 @@ fn same_actions(a: &[Action], b: &[Action]) -> bool {
 /// Runs `policy` over a recording. Returns its start decisions (taken on the recorded topology
 /// and processes, before any observation) and its decisions after each recorded observation.
 ///
+/// After each decision the policy is told the recorded outcomes when it decided as the
+/// recorded run did, and that nothing was carried out otherwise.
+///
 /// The policy is configured with the recorded machine's capabilities (every capability for a
 /// recording that does not list them), so that it works as it would have there; its needs are
 /// not checked, since nothing is carried out.
@@ -264,12 +267,19 @@ pub fn replay(policy: &mut dyn Policy, rec: &Recording) -> (Vec<Action>, Vec<Rep
     let epochs = rec
         .epochs
         .iter()
-        .map(|(obs, recorded, _)| {
+        .map(|(obs, recorded, outcomes)| {
             let actions = policy.decide(&rec.topology, obs);
+            let same = same_actions(&actions, recorded);
+            if same {
+                // What the recorded run's machine did with these very actions.
+                policy.outcomes(recorded, outcomes);
+            } else {
+                policy.outcomes(&actions, &crate::dry_run_outcomes(&actions, "replay"));
+            }
             ReplayedEpoch {
                 epoch: obs.epoch,
                 samples: obs.samples.len(),
-                same_as_recorded: same_actions(&actions, recorded),
+                same_as_recorded: same,
                 actions,
             }
         })

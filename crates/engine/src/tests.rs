@@ -2,7 +2,7 @@
 
 use super::*;
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{Collapse, NodeId, NodeList, PageRange, PageSize, Pid};
+use rondpoint_model::{NodeId, PageRange, PageSize, Pid};
 use std::convert::Infallible;
 
 /// Runs for `epochs` observations, records every action applied.
@@ -184,105 +184,37 @@ fn dry() -> EngineConfig {
     }
 }
 
-/// Replicates six one-page ranges in its first epoch, then nothing; keeps the collapses it
-/// is told of, epoch by epoch.
+/// Migrates six one-page ranges each epoch; keeps the outcomes it is told of.
 #[derive(Default)]
-struct Replicator {
-    told: Vec<Vec<Collapse>>,
+struct Listener {
+    told: Vec<Vec<(Action, OutcomeStatus, Option<String>)>>,
 }
 
-fn replica_range(i: u64) -> PageRange {
-    PageRange::new(Pid(1), 0x10_000 + i * 4096, 1, PageSize::Base4K).unwrap()
-}
-
-/// The collapses, once each, of the [`replica_range`]s numbered `ranges`.
-fn collapsed_once(ranges: impl IntoIterator<Item = u64>) -> Vec<Collapse> {
-    ranges
-        .into_iter()
-        .map(|i| Collapse {
-            page: replica_range(i),
-            count: 1,
-        })
-        .collect()
-}
-
-impl Policy for Replicator {
+impl Policy for Listener {
     fn name(&self) -> &str {
-        "replicator"
+        "listener"
     }
     fn needs(&self) -> Vec<rondpoint_model::Need> {
         Vec::new()
     }
-    fn decide(&mut self, _: &Topology, obs: &Observation) -> Vec<Action> {
-        self.told.push(obs.collapses.clone());
-        if self.told.len() > 1 {
-            return Vec::new();
-        }
-        (0..6)
-            .map(|i| Action::Replicate {
-                range: replica_range(i),
-                nodes: NodeList::from_slice(&[NodeId(0), NodeId(1)]),
-            })
-            .collect()
+    fn decide(&mut self, t: &Topology, obs: &Observation) -> Vec<Action> {
+        Mover(6).decide(t, obs)
     }
-}
-
-/// [`Fake`], but replications come out as a backend that cannot replicate reports them: the
-/// first placed in full by a substitute, the second substituted with a page left unplaced, the
-/// third failed, the fourth partly made (as a simulated machine reports a replication that ran
-/// out of memory on some of its pages), the fifth replicated for real.
-struct NoReplicas(Fake);
-
-impl Machine for NoReplicas {
-    type Error = Infallible;
-    fn topology(&self) -> &Topology {
-        self.0.topology()
-    }
-    fn capabilities(&mut self) -> Capabilities {
-        Capabilities::all()
-    }
-    fn processes(&self) -> Vec<ProcessInfo> {
-        self.0.processes()
-    }
-    fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {
-        self.0.observe(until_ns)
-    }
-    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
-        Ok(actions
-            .iter()
-            .enumerate()
-            .map(|(i, _)| {
-                let (status, done) = match i {
-                    0 => (OutcomeStatus::Substituted, 1),
-                    1 => (OutcomeStatus::Substituted, 0),
-                    2 => (OutcomeStatus::Failed, 0),
-                    3 => (OutcomeStatus::Partial, 0),
-                    _ => (OutcomeStatus::Applied, 1),
-                };
-                Outcome {
-                    action: i,
-                    status,
-                    pages_requested: 1,
-                    pages_done: done,
-                    bytes_copied: 0,
-                    failures: vec![],
-                    note: None,
-                }
-            })
-            .collect())
-    }
-    fn finished(&self) -> bool {
-        self.0.finished()
+    fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
+        self.told.push(
+            actions
+                .iter()
+                .zip(outcomes)
+                .map(|(a, o)| (a.clone(), o.status, o.note.clone()))
+                .collect(),
+        );
     }
 }
 
 #[test]
-fn replications_that_left_no_replica_are_told_to_the_policy_as_collapses_once() {
-    // Of six replications, the sixth refused by the rate limit: the policy is told, with the
-    // next observation, of those that left the pages where they were (substituted with a page
-    // left over, failed, partly made, refused); not of the one a substitute placed in full, nor
-    // of a real replica.
-    let mut p = Replicator::default();
+fn the_policy_is_told_every_outcome_including_refusals_and_dry_runs() {
+    // Start (nothing), then two epochs of six migrations, the sixth refused by the rate limit.
+    let mut p = Listener::default();
     let config = EngineConfig {
         limits: RateLimits {
             max_pages_per_epoch: Some(5),
@@ -290,31 +222,43 @@ fn replications_that_left_no_replica_are_told_to_the_policy_as_collapses_once() 
         },
         ..EngineConfig::default()
     };
-    let mut reports = Vec::new();
+    let mut reported = Vec::new();
     run(
-        &mut NoReplicas(Fake::new(3)),
+        &mut Fake::new(2),
         &mut p,
         &mut VirtualClock::default(),
         &config,
-        |r| reports.push(r.observation.collapses.clone()),
+        |r| reported.push(r.outcomes.len()),
     )
     .unwrap();
-    assert_eq!(p.told, vec![vec![], collapsed_once([1, 2, 3, 5]), vec![]]);
-    assert_eq!(reports, p.told, "what the policy saw is what is recorded");
-}
+    assert_eq!(p.told.len(), 3);
+    assert!(p.told[0].is_empty());
+    for epoch in &p.told[1..] {
+        let statuses: Vec<OutcomeStatus> = epoch.iter().map(|t| t.1).collect();
+        assert_eq!(statuses[..5], [OutcomeStatus::Applied; 5]);
+        assert_eq!(statuses[5], OutcomeStatus::Skipped);
+        assert_eq!(epoch[5].2.as_deref(), Some("rate limit"));
+    }
+    assert_eq!(
+        reported,
+        vec![6, 6],
+        "what the policy is told is what is reported"
+    );
 
-#[test]
-fn a_dry_run_tells_the_policy_that_no_replica_was_made() {
-    let mut p = Replicator::default();
+    let mut p = Listener::default();
     run(
-        &mut Fake::new(2),
+        &mut Fake::new(1),
         &mut p,
         &mut VirtualClock::default(),
         &dry(),
         |_| {},
     )
     .unwrap();
-    assert_eq!(p.told, vec![vec![], collapsed_once(0..6)]);
+    assert!(
+        p.told[1]
+            .iter()
+            .all(|t| t.1 == OutcomeStatus::Skipped && t.2.as_deref() == Some("dry run"))
+    );
 }
 
 #[test]

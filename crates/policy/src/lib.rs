@@ -16,7 +16,8 @@ pub mod registry;
 
 pub use registry::{BUILTIN, Family, Params, PolicyInfo, Registry};
 use rondpoint_model::{
-    Action, Capabilities, Need, Observation, ProcessInfo, Sample, SamplingRequest, Topology,
+    Action, Capabilities, Need, Observation, Outcome, ProcessInfo, Sample, SamplingRequest,
+    Topology,
 };
 use thiserror::Error;
 
@@ -57,6 +58,14 @@ pub trait Policy {
 
     /// Decisions at the end of an epoch.
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action>;
+
+    /// What became of the actions of the start and of each decision, one outcome per action
+    /// in the order carried out (those the rate limits refused, and every action of a dry
+    /// run, come back skipped). A policy that keeps beliefs about the machine (Carrefour:
+    /// which pages have replicas) corrects them here; the default ignores them.
+    fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
+        let _ = (actions, outcomes);
+    }
 
     /// The samples the policy wants now (asked again after every decision, so a policy can
     /// adapt its rates). The default asks for none, and the backend then pays nothing.

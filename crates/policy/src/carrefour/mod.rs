@@ -59,8 +59,8 @@ use rand_pcg::Pcg64Mcg;
 use replication::Replication;
 use rondpoint_model::metrics::{self as traffic, GlobalMetrics};
 use rondpoint_model::{
-    Action, Capability, CounterGroup, Need, Observation, PageSize, Pid, Sample, SamplingRequest,
-    Topology,
+    Action, Capability, Collapse, CounterGroup, Need, Observation, Outcome, PageSize, Pid, Sample,
+    SamplingRequest, Topology,
 };
 use rules::RuleLists;
 use rustc_hash::FxHashSet;
@@ -100,6 +100,9 @@ pub struct Carrefour {
     rules: RuleLists,
     /// The samples of the current epoch counted so far (delivered during it: `ingest`).
     counted: Option<Counted>,
+    /// Replications asked for that left no replica (the outcomes of the last decision), taken
+    /// as collapses at the next decision, with those the backend reports.
+    unmade: Vec<Collapse>,
 }
 
 /// How far the samples of an epoch have been counted before its decision.
@@ -126,6 +129,7 @@ impl Carrefour {
             last_decisions: Vec::new(),
             rules: RuleLists::default(),
             counted: None,
+            unmade: Vec::new(),
             cfg,
         })
     }
@@ -290,12 +294,19 @@ impl Policy for Carrefour {
         self.count(topology, epoch, samples);
     }
 
+    /// Replications that left no replica are forgotten at the next decision, as collapses
+    /// are (see [`replication::unmade`]).
+    fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
+        self.unmade.extend(replication::unmade(actions, outcomes));
+    }
+
     fn decide(&mut self, topology: &Topology, obs: &Observation) -> Vec<Action> {
         let n = topology.len();
         let global = traffic::global(obs);
         let tallies = self.count_rest(topology, obs);
         let apps = metrics::per_app_with(obs, topology, tallies);
         replication::forget_collapsed(&mut self.pages, &obs.collapses);
+        replication::forget_collapsed(&mut self.pages, &std::mem::take(&mut self.unmade));
         // Global decisions, per application (Figure 4).
         let estimated = obs.counters.is_estimated(CounterGroup::ThreadDram);
         let decisions = global::decide(&self.cfg, &global, &apps, estimated, n);

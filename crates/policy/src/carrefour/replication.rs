@@ -6,7 +6,7 @@ use super::actions::replications;
 use super::config::CarrefourConfig;
 use super::global::AppDecision;
 use super::pages::{PageKey, PageTable};
-use rondpoint_model::{Action, Collapse, NodeId, Observation, Pid};
+use rondpoint_model::{Action, Collapse, NodeId, Observation, Outcome, OutcomeStatus, Pid};
 use rustc_hash::FxHashSet;
 use std::collections::{BTreeMap, HashMap};
 
@@ -111,6 +111,38 @@ pub(super) fn forget_collapsed(pages: &mut PageTable, collapses: &[Collapse]) {
             }
         }
     }
+}
+
+/// The pages of the replications among `actions` that left no replica and did not place the
+/// pages otherwise either: skipped (a dry run, a rate limit), failed, or substituted (a backend
+/// that cannot replicate interleaves the pages instead) with pages left unplaced. They are
+/// taken as collapsed once, so that Carrefour does not go on believing replicas exist (it never
+/// looks at a replicated page again until it collapses). Replications a substitute placed in
+/// full are not: the pages are left be, as replicas would be; a machine that replicates reports
+/// its own collapses, page by page.
+///
+/// A replication made for some pages of its range and not others (a simulated machine out of
+/// memory on a node) counts over the whole range: the outcome does not say which pages have
+/// replicas, and a made replica believed unmade costs one more request for it (which finds it
+/// made), while an unmade one believed made would leave its page alone for good.
+pub(super) fn unmade<'a>(
+    actions: &'a [Action],
+    outcomes: &'a [Outcome],
+) -> impl Iterator<Item = Collapse> + 'a {
+    actions.iter().zip(outcomes).filter_map(|(a, o)| {
+        let Action::Replicate { range, .. } = a else {
+            return None;
+        };
+        let unmade = match o.status {
+            OutcomeStatus::Skipped | OutcomeStatus::Failed | OutcomeStatus::Partial => true,
+            OutcomeStatus::Substituted => o.pages_done < o.pages_requested,
+            OutcomeStatus::Applied => false,
+        };
+        unmade.then_some(Collapse {
+            page: *range,
+            count: 1,
+        })
+    })
 }
 
 /// Nodes running each application's threads (where replicas go).

@@ -2,6 +2,7 @@
 //! pages are co-located, replicated or interleaved, and where to.
 
 use super::*;
+use rondpoint_model::OutcomeStatus;
 use std::collections::HashMap;
 
 #[test]
@@ -222,5 +223,55 @@ proptest! {
                 prop_assert!(counts.get(&p).copied().unwrap_or(0) >= 2, "page {p:#x} acted on with < 2 samples");
             }
         }
+    }
+}
+
+/// The outcome of a replication of one page, as a backend reports it.
+fn replication_outcome(status: OutcomeStatus, done: u64) -> Outcome {
+    Outcome {
+        action: 0,
+        status,
+        pages_requested: 500,
+        pages_done: done,
+        bytes_copied: 0,
+        failures: Vec::new(),
+        note: None,
+    }
+}
+
+#[test]
+fn replications_that_left_no_replica_are_asked_for_again() {
+    // 500 pages replicated; the outcome says what was made. Where no replica was made and the
+    // pages were not placed otherwise either (skipped by a dry run or a rate limit, failed,
+    // partly made, substituted with pages left over), the pages are candidates again at the
+    // next decision; where a substitute placed them all, or replicas were made, they are not.
+    let cases = [
+        (OutcomeStatus::Skipped, 0, true),
+        (OutcomeStatus::Failed, 0, true),
+        (OutcomeStatus::Partial, 300, true),
+        (OutcomeStatus::Substituted, 499, true),
+        (OutcomeStatus::Substituted, 500, false),
+        (OutcomeStatus::Applied, 500, false),
+    ];
+    for (status, done, again) in cases {
+        let mut c = carrefour();
+        let obs = observe(Epoch {
+            samples: shared_reads(0..500),
+            ..Epoch::default()
+        });
+        let asked = c.decide(&topo(), &obs);
+        assert_eq!(asked, replicated_everywhere(0, 500));
+        c.outcomes(&asked, &[replication_outcome(status, done)]);
+        let mut obs = observe(Epoch {
+            samples: shared_reads(0..500),
+            ..Epoch::default()
+        });
+        obs.epoch = 1;
+        let expected = if again {
+            replicated_everywhere(0, 500)
+        } else {
+            Vec::new()
+        };
+        assert_eq!(c.decide(&topo(), &obs), expected, "{status:?} {done}");
     }
 }
