@@ -75,7 +75,7 @@ fn json_has_the_documented_fields_and_is_deterministic() {
         assert_eq!(r["seed"], 7);
     }
     assert_eq!(runs[0]["speedup_vs_first_touch"], 1.0);
-    // 000_4074eef64cabe9e6.txt, Figure 5: FaceRec is faster interleaved, and faster still
+    // [Dashti13 Figure 5]: FaceRec is faster interleaved, and faster still
     // under Carrefour, which replicates its shared data.
     let speedup = |i: usize| runs[i]["speedup_vs_first_touch"].as_f64().unwrap();
     assert!(speedup(1) > 1.2);

@@ -101,7 +101,7 @@ pub enum EngineError {
 /// Engine settings.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
-    /// Epoch length (ns). Carrefour uses 1 s (000_4074eef64cabe9e6.txt, section 4).
+    /// Epoch length (ns). Carrefour uses 1 s ([Dashti13 §4]).
     pub epoch_ns: u64,
     /// Stop after this much time on the clock even if programs still run (ns).
     pub time_limit_ns: Option<u64>,

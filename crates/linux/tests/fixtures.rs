@@ -56,7 +56,7 @@ fn r905_asymmetric() {
             vec![22, 16, 16, 10]
         ]
     );
-    // 003_10581fada7a362d4.txt, section 2: processors 0 and 3 are slow, 1 and 2 fast.
+    // [Gaud10 §2]: processors 0 and 3 are slow, 1 and 2 fast.
     assert_eq!(classes(&t), [Slow, Fast, Fast, Slow]);
     // Figure 1: no HyperTransport link between 0 and 3; 0 <-> 3 takes two hops.
     let links: Vec<(u16, u16)> = t
@@ -180,7 +180,7 @@ fn aws_m5a_24xlarge() {
     assert_eq!(t.len(), 6);
     assert_eq!(t.cpu_count(), 96);
     assert!(t.nodes().iter().all(|n| n.cpus.len() == 16));
-    // 004_3f7e99ce3837118e.txt, Table 1: node 0's row.
+    // [Choe21 Table 1]: node 0's row.
     assert_eq!(t.distances()[0], [10, 16, 16, 32, 32, 32]);
     assert_eq!(t.distance_classes(), [10, 16, 32]);
     assert!(classes(&t).iter().all(|&c| c == Fast));

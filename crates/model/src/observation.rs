@@ -95,11 +95,9 @@ impl ProcessInfo {
     }
 }
 
-/// Replicated pages that collapsed to one copy during the epoch, `count` times each: writes
-/// forced it (reported by a machine that replicates), or the replicas were never made and the
-/// pages not placed otherwise either (added by the engine from the last epoch's outcomes: a
-/// dry run, a rate limit, a failure, or a substitute that left pages unplaced), so that a
-/// policy does not go on believing replicas exist.
+/// Replicated pages that collapsed to one copy during the epoch, `count` times each (writes
+/// forced it), as a machine that replicates reports them. Replications that were never made
+/// are told to the policy through their outcomes instead (`Policy::outcomes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Collapse {
     pub page: PageRange,

@@ -149,7 +149,7 @@ impl TopologyBuilder {
     }
 }
 
-/// SLIT of the Dell R905 of 003_10581fada7a362d4.txt (Figure 1: no link between processors 0
+/// SLIT of the Dell R905 of [Gaud10] (Figure 1: no link between processors 0
 /// and 3), with AMD's hop-based distances: 10 local, 16 one hop, 22 two hops.
 pub fn r905_distances() -> Vec<Vec<u32>> {
     vec![

@@ -2,7 +2,7 @@
 //!
 //! Prints the time of one `decide` on an epoch with 100,000 samples over 30,000 pages of a
 //! 4-node machine, and the bytes of state the policy keeps. Targets (issue 4): under 1 ms per
-//! epoch; at most 5 MB of state (the paper's figure, 000_4074eef64cabe9e6.txt section 4.4).
+//! epoch; at most 5 MB of state (the paper's figure, [Dashti13 §4.4]).
 //!
 //! Two ways of delivering the samples: all in the observation at the epoch's end (the
 //! simulator, `rondpoint replay`: the decision counts them all), and drained during the

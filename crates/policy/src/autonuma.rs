@@ -1,5 +1,5 @@
 //! Linux automatic NUMA balancing (`kernel.numa_balancing=1`, "AutoNUMA"), the Linux baseline
-//! of 000_4074eef64cabe9e6.txt (sections 4-5) and 004_3f7e99ce3837118e.txt (sections 2.3, 5).
+//! of [Dashti13] (sections 4-5) and [Choe21] (sections 2.3, 5).
 //! It sees only NUMA hinting faults ([`SampleSource::HintingFault`]): every scan period the
 //! backend revokes access to the next `scan_size_mb` of each process, and the next touch of a
 //! revoked page reports which node touched it. Each epoch, after kernel/sched/fair.c:

@@ -1,7 +1,7 @@
 //! The oracle: Carrefour with perfect information. Instead of samples it reads the simulator's
 //! ground truth ([`AccessTruth`]: the true DRAM access rate to every block of pages from each
 //! node, the block's write share and where its pages are) and applies Carrefour's page-local
-//! rules (000_4074eef64cabe9e6.txt, section 3.2.2) to every block at once, with no sampling
+//! rules ([Dashti13 §3.2.2]) to every block at once, with no sampling
 //! cost, no sampling error and no thresholds on traffic or imbalance:
 //! - accessed from one node: migrate the block there (co-location);
 //! - accessed from several nodes and (by default) never written: replicate it on those nodes;
@@ -35,8 +35,8 @@ pub struct OracleConfig {
     /// a shared one.
     pub min_node_share: f64,
     /// Replicate shared blocks whose write share is at most this (0 to 1). Default 0.0:
-    /// Carrefour replicates only pages with no sampled write (000_4074eef64cabe9e6.txt section
-    /// 3.2.2; its application-wide guard is a memory read ratio of at least 95%, section 3.2.1).
+    /// Carrefour replicates only pages with no sampled write ([Dashti13 §3.2.2]; its
+    /// application-wide guard is a memory read ratio of at least 95%, §3.2.1).
     pub max_write_fraction_for_replication: f64,
     /// Whether to replicate at all (false: shared blocks are interleaved). Default true.
     pub replicate: bool,

@@ -2,7 +2,7 @@
 //!
 //! Metrics are named and defined as in the papers:
 //! - LAR, local access ratio: DRAM accesses served by the accessing thread's node over all
-//!   DRAM accesses (000_4074eef64cabe9e6.txt, Table 2);
+//!   DRAM accesses ([Dashti13 Table 2]);
 //! - MC imbalance: standard deviation of the DRAM accesses served by each memory controller, as
 //!   a percentage of their mean (Table 2: 170% when one of four controllers serves everything);
 //! - interconnect imbalance: the same over the bytes carried by each link direction;
@@ -77,7 +77,7 @@ pub struct AppResult {
 }
 
 /// Population standard deviation over mean, in percent (the imbalance of
-/// 000_4074eef64cabe9e6.txt section 2); one definition for policies and reports.
+/// [Dashti13 §2]); one definition for policies and reports.
 pub use rondpoint_model::metrics::imbalance_pct;
 
 /// Longest a run may take in simulated time before it is declared stuck.

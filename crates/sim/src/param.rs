@@ -1,7 +1,7 @@
 //! Parameters as data: every number in a preset can carry where it comes from.
 //!
 //! In TOML a parameter is either a bare value (`mlp = 6.0`) or a value with its source
-//! (`mlp = { value = 6.0, source = "000_4074eef64cabe9e6.txt Table 1" }`). Built-in presets
+//! (`mlp = { value = 6.0, source = "[Dashti13 Table 1]" }`). Built-in presets
 //! give a source for every number (a test checks it); users' files may omit them.
 
 use serde::{Deserialize, Serialize};

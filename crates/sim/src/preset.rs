@@ -73,7 +73,7 @@ pub struct RoutePreset {
 /// `hops`: `L0[s][d] = max(local_ns[d] + hops(s, d) * hop_ns, probe_hop_ns * ecc(d))`, where
 /// `ecc(d)` is the largest number of hops from the home node `d` to any CPU node. The second
 /// term is broadcast coherence: the home node's memory controller must hear from every
-/// processor before it answers (003_10581fada7a362d4.txt, section 2.1 and Figure 2), which is
+/// processor before it answers ([Gaud10 §2.1] and Figure 2), which is
 /// why nodes two hops from someone are slow even for local reads.
 ///
 /// `matrix`: the published idle latency matrix, used as is.
@@ -166,7 +166,7 @@ impl Default for Costs {
             ),
             replica_collapse_us: Param::sourced(
                 300.0,
-                "'hundreds of microseconds' per collapse, 000_4074eef64cabe9e6.txt section 4.4",
+                "'hundreds of microseconds' per collapse, [Dashti13 §4.4]",
             ),
             numa_scan_us_per_mib: Param::sourced(
                 10.0,

@@ -1,4 +1,4 @@
-//! Reproductions of Carrefour's evaluation (000_4074eef64cabe9e6.txt section 4) in the
+//! Reproductions of Carrefour's evaluation ([Dashti13 §4]) in the
 //! simulator: Figures 5 and 6, Tables 3 and 4, and the overhead when nothing can be improved.
 //! Bands are stated per test; docs/reproduction.md has our numbers beside the paper's, and
 //! lists the claims the model does not reproduce (those are not asserted here).

@@ -82,7 +82,7 @@ fn base_pages(mib: u64) -> u64 {
 #[test]
 fn first_touch_spills_in_the_static_fallback_order() {
     // 1.5 GiB touched from node 0: node 0 fills (less the OS reserve), the rest goes to node 1,
-    // the next in node 0's fallback order, not spread (004_3f7e99ce3837118e.txt, Figure 1).
+    // the next in node 0's fallback order, not spread ([Choe21 Figure 1]).
     let mut m = SimMachine::new(
         small(),
         &scenario(1, 1536.0, "\"main\"", ""),

@@ -92,7 +92,7 @@ fn within(got: f64, want: f64, rel: f64) -> bool {
     (got - want).abs() <= rel * want
 }
 
-/// 003_10581fada7a362d4.txt Table 1: read latency (cycles) from each processor to its local
+/// [Gaud10 Table 1]: read latency (cycles) from each processor to its local
 /// memory and to its farthest memory node on the Dell R905. The latency parameters of the
 /// r905-asymmetric preset were fitted to this table, so this checks the model's structure
 /// (hop count plus broadcast-probe term) carries all eight numbers, within 5%.
@@ -131,7 +131,7 @@ fn single_threaded(name: &str) -> Scenario {
     s
 }
 
-/// 000_4074eef64cabe9e6.txt Figure 2a: one thread, no congestion, all memory remote vs all
+/// [Dashti13 Figure 2a]: one thread, no congestion, all memory remote vs all
 /// local on machine A: "at most 20%" slower over the paper's NAS, PARSEC and Metis set. The
 /// paper does not say how far the remote node was; we put the memory one hop away (node 1) and
 /// also report two hops (node 3). Band: every application slower remote than local (by more
@@ -205,7 +205,7 @@ fn table1_row(m: &MachineSpec, name: &str, policy: &str) -> Row {
     }
 }
 
-/// 000_4074eef64cabe9e6.txt Table 1 on machine A. Paper: streamcluster first-touch 1197 cycles,
+/// [Dashti13 Table 1] on machine A. Paper: streamcluster first-touch 1197 cycles,
 /// MC imbalance 170%, LAR 25%, IPC 0.15; interleave 476, 8%, 25%, 0.29. PCA first-touch 660,
 /// 130%, 33%, 0.36; interleave 465, 5%, 25%, 0.52.
 /// Bands: directions always; first-touch imbalance and LAR close; latency and IPC within a
@@ -256,7 +256,7 @@ fn carrefour_table1_streamcluster_and_pca() {
     assert!(il.ipc > ft.ipc, "pca: interleave raises IPC");
 }
 
-/// 002_2229007cf49d8f1a.txt Figure 4: four soplex clones with all memory on processor 0; as
+/// [Majo11 Figure 4]: four soplex clones with all memory on processor 0; as
 /// more clones run locally (higher locality) they share one LLC and their MPKI rises: +35% at
 /// 100% locality, a minimum (+19%) near 57% locality. We check the rise is monotone in the
 /// number of local clones beyond two, and the 4-local increase is 20-50%.

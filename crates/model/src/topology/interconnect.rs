@@ -67,7 +67,7 @@ pub struct Interconnect {
 /// An interconnect description a user can give when the real wiring is known, in TOML:
 ///
 /// ```toml
-/// # the Dell R905 of 003_10581fada7a362d4.txt, Figure 1
+/// # the Dell R905 of [Gaud10 Figure 1]
 /// links = [[0, 1], [0, 2], [1, 2], [1, 3], [2, 3]]
 ///
 /// [[routes]]        # optional: pin a route; the others are shortest paths over the links

@@ -5,18 +5,18 @@
 //!
 //! * **Hop classes.** The distinct off-diagonal SLIT distances, sorted: class 0 is local, class
 //!   1 the nearest remote distance, and so on (the m5a.24xlarge table of
-//!   004_3f7e99ce3837118e.txt, Table 1, has classes 10 / 16 / 32: local, "Remote-1",
+//!   [Choe21 Table 1], has classes 10 / 16 / 32: local, "Remote-1",
 //!   "Remote-2").
 //! * **Links and routes.** Firmware publishes distances, not wiring. We infer that nodes `i` and
 //!   `j` are *not* directly linked when some third node `k` is strictly nearer to both ends
 //!   (`d(i,k) < d(i,j)` and `d(k,j) < d(i,j)`): the traffic then plausibly passes through `k`.
-//!   On the Dell R905 of 003_10581fada7a362d4.txt (distances 16 for one hop, 22 for two) this
+//!   On the Dell R905 of [Gaud10] (distances 16 for one hop, 22 for two) this
 //!   finds the five HyperTransport links of its Figure 1 and no 0-3 link; on fully connected
 //!   machines (Xeon UPI, EPYC Infinity Fabric) it finds every pair linked; a CPU-less CXL node
 //!   is linked only to the socket it hangs off. Routes are shortest paths over the links (fewest
 //!   hops, then smallest summed distance, then lowest node numbers). Both can be overridden by
 //!   a file ([`InterconnectSpec`]) when the real wiring is known.
-//! * **Fast and slow nodes.** 003_10581fada7a362d4.txt, section 2: with broadcast coherence,
+//! * **Fast and slow nodes.** [Gaud10 §2]: with broadcast coherence,
 //!   a node's accesses wait for the farthest probe answer, so the nodes whose *worst-case*
 //!   distance to the other CPU nodes is larger are slower even for local accesses (256 vs 193
 //!   cycles local read latency on the R905, Table 1). A CPU node is `fast` when its worst-case
@@ -153,7 +153,7 @@ pub struct LlcDomain {
     pub size_bytes: Option<u64>,
 }
 
-/// The class of a node (003_10581fada7a362d4.txt, section 2; see the module documentation).
+/// The class of a node ([Gaud10 §2]; see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NodeClass {

@@ -20,7 +20,7 @@ pub enum Technique {
 #[serde(deny_unknown_fields, default)]
 pub struct CarrefourConfig {
     /// Run Carrefour for an application only above this many DRAM accesses per microsecond
-    /// (MAPTU). 000_4074eef64cabe9e6.txt section 3.2.1 step 1: 50.
+    /// (MAPTU). [Dashti13 §3.2.1] step 1: 50.
     pub maptu_threshold: f64,
     /// Replicate only if at least this fraction of memory is free; when unset, 1 − 1/nodes
     /// (enough to replicate the whole resident set). Section 3.2.1 step 2.

@@ -1,6 +1,6 @@
 //! Carrefour: memory traffic management by co-location, interleaving and replication
-//! (Dashti et al., ASPLOS'13, 000_4074eef64cabe9e6.txt; Gaud et al., ACM Queue 2015,
-//! 001_cf26baf08725c02e.txt).
+//! (Dashti et al., ASPLOS'13, [Dashti13]; Gaud et al., ACM Queue 2015,
+//! [Gaud15]).
 //!
 //! Every epoch (1 s in the paper):
 //!

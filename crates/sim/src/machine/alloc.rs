@@ -70,7 +70,7 @@ pub(super) fn mapping_policies(p: &MemPolicy, regions: &[Region]) -> Vec<Mapping
 }
 
 /// The kernel's fallback order from node `from`: by distance, then node number (static, as
-/// 004_3f7e99ce3837118e.txt Figure 1 shows).
+/// [Choe21 Figure 1] shows).
 fn fallback_order(from: usize, distances: &[Vec<u32>]) -> Vec<usize> {
     let mut v: Vec<usize> = (0..distances.len()).collect();
     v.sort_by_key(|&d| (distances[from][d], d));

@@ -62,7 +62,7 @@ pub struct SimConfig {
     pub max_samples_per_epoch: usize,
     /// Kept samples per sampling interrupt. IBS and PEBS tag instructions, and only loads and
     /// stores carry an address: about a third of x86 instructions are memory operations
-    /// (chosen; Carrefour keeps samples that hit L1 or went to DRAM, 000_4074eef64cabe9e6.txt
+    /// (chosen; Carrefour keeps samples that hit L1 or went to DRAM, [Dashti13]
     /// section 3.3.1, which is most of them). The simulator draws kept samples from the DRAM
     /// access distribution.
     pub sample_yield: f64,

@@ -269,7 +269,7 @@ impl SimMachine {
         }
     }
 
-    /// A write to a replicated page collapses it (000_4074eef64cabe9e6.txt, section 4.4): each
+    /// A write to a replicated page collapses it ([Dashti13 §4.4]): each
     /// replicated page of a written region collapses with the probability that at least one of
     /// the step's writes hit it.
     fn collapse_written_replicas(&mut self, dt: f64) {
