@@ -11,6 +11,9 @@ struct Fake {
     epochs_left: u32,
     observed_until: Vec<u64>,
     applied: Vec<Action>,
+    caps: Capabilities,
+    started: bool,
+    interrupts: u32,
 }
 
 impl Fake {
@@ -20,6 +23,16 @@ impl Fake {
             epochs_left: epochs,
             observed_until: Vec::new(),
             applied: Vec::new(),
+            caps: Capabilities::all(),
+            started: false,
+            interrupts: 0,
+        }
+    }
+
+    fn with_capabilities(caps: Capabilities) -> Self {
+        Self {
+            caps,
+            ..Self::new(1)
         }
     }
 }
@@ -30,7 +43,7 @@ impl Machine for Fake {
         &self.topo
     }
     fn capabilities(&mut self) -> Capabilities {
-        Capabilities::all()
+        self.caps.clone()
     }
     fn processes(&self) -> Vec<ProcessInfo> {
         vec![ProcessInfo {
@@ -62,8 +75,15 @@ impl Machine for Fake {
             })
             .collect())
     }
+    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
+        self.started = true;
+        self.apply(actions)
+    }
     fn finished(&self) -> bool {
         self.epochs_left == 0
+    }
+    fn interrupt(&mut self) {
+        self.interrupts += 1;
     }
 }
 
@@ -549,50 +569,13 @@ impl Policy for Counting {
     }
 }
 
-/// A fake machine with chosen capabilities that records whether it was started.
-struct Limited {
-    fake: Fake,
-    caps: Capabilities,
-    started: bool,
-}
-
-impl Machine for Limited {
-    type Error = Infallible;
-    fn topology(&self) -> &Topology {
-        self.fake.topology()
-    }
-    fn capabilities(&mut self) -> Capabilities {
-        self.caps.clone()
-    }
-    fn processes(&self) -> Vec<ProcessInfo> {
-        self.fake.processes()
-    }
-    fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {
-        self.fake.observe(until_ns)
-    }
-    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
-        self.started = true;
-        self.fake.apply(actions)
-    }
-    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
-        self.fake.apply(actions)
-    }
-    fn finished(&self) -> bool {
-        self.fake.finished()
-    }
-}
-
 #[test]
 fn a_policy_whose_needs_are_unmet_is_refused_before_anything_starts() {
     use rondpoint_model::{Capability, Support};
-    let mut m = Limited {
-        fake: Fake::new(1),
-        caps: Capabilities::none().with(
-            Capability::ThreadCounters,
-            Support::Missing("perf_event_open: ENOENT for PERF_TYPE_HARDWARE".into()),
-        ),
-        started: false,
-    };
+    let mut m = Fake::with_capabilities(Capabilities::none().with(
+        Capability::ThreadCounters,
+        Support::Missing("perf_event_open: ENOENT for PERF_TYPE_HARDWARE".into()),
+    ));
     let err = run(
         &mut m,
         &mut Counting,
@@ -608,20 +591,16 @@ fn a_policy_whose_needs_are_unmet_is_refused_before_anything_starts() {
          misses (thread-counters) to compute MPKI; this machine: thread-counters: \
          perf_event_open: ENOENT for PERF_TYPE_HARDWARE"
     );
-    assert!(!m.started && m.fake.applied.is_empty() && m.fake.observed_until.is_empty());
+    assert!(!m.started && m.applied.is_empty() && m.observed_until.is_empty());
 }
 
 #[test]
 fn what_a_policy_runs_without_exactly_is_in_the_accounting() {
     use rondpoint_model::{Capability, Support};
-    let mut m = Limited {
-        fake: Fake::new(1),
-        caps: Capabilities::all().with(
-            Capability::FaultSamples,
-            Support::Estimated("the kernel's own scan".into()),
-        ),
-        started: false,
-    };
+    let mut m = Fake::with_capabilities(Capabilities::all().with(
+        Capability::FaultSamples,
+        Support::Estimated("the kernel's own scan".into()),
+    ));
     let mut p = rondpoint_policy::autonuma::AutoNuma::new(Default::default());
     let acct = run(
         &mut m,
@@ -638,83 +617,35 @@ fn what_a_policy_runs_without_exactly_is_in_the_accounting() {
     );
 }
 
-/// A machine that counts interrupts and runs until told to stop `epochs` epochs later.
-struct Interruptible {
-    fake: Fake,
-    interrupts: u32,
-}
-
-impl Machine for Interruptible {
-    type Error = Infallible;
-    fn topology(&self) -> &Topology {
-        self.fake.topology()
-    }
-    fn capabilities(&mut self) -> Capabilities {
-        Capabilities::all()
-    }
-    fn processes(&self) -> Vec<ProcessInfo> {
-        self.fake.processes()
-    }
-    fn observe(&mut self, until_ns: u64) -> Result<Observation, Infallible> {
-        self.fake.observe(until_ns)
-    }
-    fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
-        self.fake.apply(actions)
-    }
-    fn finished(&self) -> bool {
-        self.fake.finished()
-    }
-    fn interrupt(&mut self) {
-        self.interrupts += 1;
-    }
-}
-
 #[test]
 fn a_stop_signal_ends_the_run_or_interrupts_the_machine_once() {
-    let flag = Arc::new(AtomicBool::new(false));
-    let config = |on_stop| EngineConfig {
-        stop: Some(StopSignal {
-            flag: Arc::clone(&flag),
-            on_stop,
-        }),
-        ..EngineConfig::default()
+    // A run of `epochs` epochs, the flag set after epoch 1: (epochs run, stopped, interrupts).
+    let stopped_after_one = |epochs, on_stop| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let config = EngineConfig {
+            stop: Some(StopSignal {
+                flag: Arc::clone(&flag),
+                on_stop,
+            }),
+            ..EngineConfig::default()
+        };
+        let mut m = Fake::new(epochs);
+        let acct = run(
+            &mut m,
+            &mut Mover(1),
+            &mut VirtualClock::default(),
+            &config,
+            |r| {
+                if r.epoch == 1 {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            },
+        )
+        .unwrap();
+        (acct.epochs, acct.stopped, m.interrupts)
     };
     // End: the run stops at the next look, without another decision.
-    let mut m = Interruptible {
-        fake: Fake::new(10),
-        interrupts: 0,
-    };
-    let acct = run(
-        &mut m,
-        &mut Mover(1),
-        &mut VirtualClock::default(),
-        &config(OnStop::End),
-        |r| {
-            if r.epoch == 1 {
-                flag.store(true, Ordering::Relaxed);
-            }
-        },
-    )
-    .unwrap();
-    assert_eq!((acct.epochs, acct.stopped, m.interrupts), (2, true, 0));
-
+    assert_eq!(stopped_after_one(10, OnStop::End), (2, true, 0));
     // Interrupt: the machine is told once and the run goes on until its programs end.
-    flag.store(false, Ordering::Relaxed);
-    let mut m = Interruptible {
-        fake: Fake::new(4),
-        interrupts: 0,
-    };
-    let acct = run(
-        &mut m,
-        &mut Mover(1),
-        &mut VirtualClock::default(),
-        &config(OnStop::Interrupt),
-        |r| {
-            if r.epoch == 1 {
-                flag.store(true, Ordering::Relaxed);
-            }
-        },
-    )
-    .unwrap();
-    assert_eq!((acct.epochs, acct.stopped, m.interrupts), (4, false, 1));
+    assert_eq!(stopped_after_one(4, OnStop::Interrupt), (4, false, 1));
 }
