@@ -31,6 +31,9 @@ fn the_recorded_live_run_replays_to_its_snapshot() {
     // sample recorded: replayed, it decides as it did live in every epoch.
     let name = "live-testbed-6.12-carrefour-own-partitioned";
     let out = replayed(name, "carrefour");
-    assert!(out.contains("21 of 21 epochs decided as in the recorded run"), "{out}");
+    assert!(
+        out.contains("21 of 21 epochs decided as in the recorded run"),
+        "{out}"
+    );
     insta::assert_snapshot!(format!("{name}-carrefour"), out);
 }

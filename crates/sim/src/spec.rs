@@ -89,197 +89,25 @@ impl MachineSpec {
             machine: p.name.clone(),
             what,
         };
-        let n = usize::from(p.nodes.get());
-        if n == 0 {
-            return Err(bad("nodes must be at least 1".into()));
-        }
-        positive(&p.freq_ghz, "freq_ghz").map_err(&bad)?;
-        positive(&p.mc_bandwidth_gbs, "mc_bandwidth_gbs").map_err(&bad)?;
-        positive(&p.link_bandwidth_gbs, "link_bandwidth_gbs").map_err(&bad)?;
-        if p.llc_bytes.get() == 0 {
-            return Err(bad("llc_bytes must be positive".into()));
-        }
-        let llcs_per_node = p.llcs_per_node.get().max(1);
-        let mut cores_of = vec![p.cores_per_node.get(); n];
-        let mut mem = vec![p.mem_bytes_per_node.get(); n];
-        let mut mc_bw = vec![p.mc_bandwidth_gbs.get(); n];
-        let mut local_override = vec![None; n];
-        for o in &p.node_overrides {
-            let i = usize::from(o.id);
-            if i >= n {
-                return Err(bad(format!(
-                    "[[node]] id = {} but the machine has {n} nodes",
-                    o.id
-                )));
-            }
-            if let Some(c) = &o.cores {
-                cores_of[i] = c.get();
-            }
-            if let Some(m) = &o.mem_bytes {
-                mem[i] = m.get();
-            }
-            if let Some(b) = &o.mc_bandwidth_gbs {
-                positive(b, "[[node]] mc_bandwidth_gbs").map_err(&bad)?;
-                mc_bw[i] = b.get();
-            }
-            local_override[i] = o.local_ns.as_ref().map(Param::get);
-        }
-        if cores_of.iter().all(|&c| c == 0) {
-            return Err(bad("the machine has no cores".into()));
-        }
-
-        // Topology: CPUs numbered node by node; LLCs split each node's cores evenly.
-        let mut nodes = Vec::with_capacity(n);
-        let mut llcs = Vec::new();
-        let mut cores = Vec::new();
-        let mut next_cpu = 0u32;
-        for (i, &c) in cores_of.iter().enumerate() {
-            let cpus: Vec<CpuId> = (next_cpu..next_cpu + c).map(CpuId).collect();
-            next_cpu += c;
-            if c > 0 {
-                let per = c.div_ceil(llcs_per_node) as usize;
-                for chunk in cpus.chunks(per) {
-                    let llc = llcs.len();
-                    for &cpu in chunk {
-                        cores.push(Core { cpu, node: i, llc });
-                    }
-                    llcs.push(LlcDomain {
-                        cpus: chunk.to_vec(),
-                        size_bytes: Some(p.llc_bytes.get()),
-                    });
-                }
-            }
-            nodes.push(Node {
-                id: NodeId(i as u16),
-                cpus,
-                mem_total_bytes: mem[i],
-                mem_free_bytes: mem[i],
-                hmat: Hmat::default(),
-            });
-        }
-        let topo_err = |source| SpecError::Topology {
-            machine: p.name.clone(),
-            source,
-        };
-        let mut topology =
-            Topology::new(nodes, p.distances.value().clone(), llcs).map_err(topo_err)?;
-        if p.links.is_some() || !p.routes.is_empty() {
-            let links = match &p.links {
-                Some(l) => l.value().clone(),
-                None => topology
-                    .interconnect()
-                    .links
-                    .iter()
-                    .map(|l| (l.a.0, l.b.0))
-                    .collect(),
-            };
-            let spec = InterconnectSpec {
-                links,
-                routes: p
-                    .routes
-                    .iter()
-                    .map(|r| RouteSpec {
-                        from: r.from,
-                        to: r.to,
-                        via: r.via.clone(),
-                    })
-                    .collect(),
-            };
-            topology = topology
-                .with_interconnect(
-                    &spec,
-                    InterconnectOrigin::File(format!("preset {}", p.name)),
-                )
-                .map_err(topo_err)?;
-        }
-        // Cores get their LLC index in the topology's (sorted) LLC order.
-        for core in &mut cores {
-            core.llc = topology
-                .llcs()
-                .iter()
-                .position(|l| l.cpus.contains(&core.cpu))
-                .unwrap_or(0);
-        }
-
+        let per_node = PerNode::of(p).map_err(&bad)?;
+        let (topology, cores) = topology(p, &per_node)?;
         let links: Vec<(usize, usize)> = topology
             .interconnect()
             .links
             .iter()
             .map(|l| (usize::from(l.a.0), usize::from(l.b.0)))
             .collect();
-        let mut link_bw = vec![p.link_bandwidth_gbs.get(); links.len()];
-        for o in &p.link_overrides {
-            let key = (usize::from(o.a.min(o.b)), usize::from(o.a.max(o.b)));
-            let Some(i) = links.iter().position(|&l| l == key) else {
-                return Err(bad(format!(
-                    "[[link]] {}-{} is not a link of this machine",
-                    o.a, o.b
-                )));
-            };
-            positive(&o.bandwidth_gbs, "[[link]] bandwidth_gbs").map_err(&bad)?;
-            link_bw[i] = o.bandwidth_gbs.get();
-        }
-
-        let mut path = vec![vec![Vec::new(); n]; n];
-        for r in &topology.interconnect().routes {
-            let (s, d) = (usize::from(r.from.0), usize::from(r.to.0));
-            for w in r.path.windows(2) {
-                let (a, b) = (usize::from(w[0].0), usize::from(w[1].0));
-                let (lo, hi) = (a.min(b), a.max(b));
-                if let Some(i) = links.iter().position(|&l| l == (lo, hi)) {
-                    path[s][d].push(if a < b { 2 * i } else { 2 * i + 1 });
-                }
-            }
-        }
-
-        let idle_ns = match &p.latency {
-            LatencyModel::Matrix { ns } => {
-                let m = ns.value();
-                if m.len() != n || m.iter().any(|r| r.len() != n) {
-                    return Err(bad(format!("latency matrix must be {n} x {n}")));
-                }
-                if m.iter().flatten().any(|&v| !(v > 0.0 && v.is_finite())) {
-                    return Err(bad("latency matrix entries must be positive".into()));
-                }
-                m.clone()
-            }
-            LatencyModel::Hops {
-                local_ns,
-                hop_ns,
-                probe_hop_ns,
-            } => {
-                positive(local_ns, "latency.local_ns").map_err(&bad)?;
-                let hop = hop_ns.get();
-                let probe = probe_hop_ns.as_ref().map_or(0.0, Param::get);
-                if hop < 0.0 || probe < 0.0 {
-                    return Err(bad(
-                        "latency.hop_ns and probe_hop_ns must not be negative".into()
-                    ));
-                }
-                let hops = topology.hops();
-                let cpu_nodes: Vec<usize> = (0..n).filter(|&i| cores_of[i] > 0).collect();
-                (0..n)
-                    .map(|s| {
-                        (0..n)
-                            .map(|d| {
-                                let local = local_override[d].unwrap_or(local_ns.get());
-                                let ecc = cpu_nodes.iter().map(|&c| hops[d][c]).max().unwrap_or(0);
-                                (local + f64::from(hops[s][d]) * hop).max(probe * f64::from(ecc))
-                            })
-                            .collect()
-                    })
-                    .collect()
-            }
-        };
-
+        let link_bw = link_bandwidths(p, &links).map_err(&bad)?;
+        let path = link_paths(&topology, &links);
+        let idle_ns = idle_latency(p, &topology, &per_node).map_err(&bad)?;
         let c = &p.costs;
         Ok(MachineSpec {
             name: p.name.clone(),
             topology,
             freq_ghz: p.freq_ghz.get(),
             llc_bytes: p.llc_bytes.get() as f64,
-            mem_bytes: mem,
-            mc_bw,
+            mem_bytes: per_node.mem,
+            mc_bw: per_node.mc_bw,
             links,
             link_bw,
             idle_ns,
@@ -294,6 +122,218 @@ impl MachineSpec {
                 numa_scan_ns_per_mib: c.numa_scan_us_per_mib.get() * 1e3,
             },
         })
+    }
+}
+
+/// A preset's per-node figures, with its `[[node]]` overrides applied.
+struct PerNode {
+    cores: Vec<u32>,
+    mem: Vec<u64>,
+    mc_bw: Vec<f64>,
+    local_ns: Vec<Option<f64>>,
+}
+
+impl PerNode {
+    fn of(p: &MachinePreset) -> Result<Self, String> {
+        let n = usize::from(p.nodes.get());
+        if n == 0 {
+            return Err("nodes must be at least 1".into());
+        }
+        positive(&p.freq_ghz, "freq_ghz")?;
+        positive(&p.mc_bandwidth_gbs, "mc_bandwidth_gbs")?;
+        positive(&p.link_bandwidth_gbs, "link_bandwidth_gbs")?;
+        if p.llc_bytes.get() == 0 {
+            return Err("llc_bytes must be positive".into());
+        }
+        let mut per = Self {
+            cores: vec![p.cores_per_node.get(); n],
+            mem: vec![p.mem_bytes_per_node.get(); n],
+            mc_bw: vec![p.mc_bandwidth_gbs.get(); n],
+            local_ns: vec![None; n],
+        };
+        for o in &p.node_overrides {
+            let i = usize::from(o.id);
+            if i >= n {
+                return Err(format!(
+                    "[[node]] id = {} but the machine has {n} nodes",
+                    o.id
+                ));
+            }
+            if let Some(c) = &o.cores {
+                per.cores[i] = c.get();
+            }
+            if let Some(m) = &o.mem_bytes {
+                per.mem[i] = m.get();
+            }
+            if let Some(b) = &o.mc_bandwidth_gbs {
+                positive(b, "[[node]] mc_bandwidth_gbs")?;
+                per.mc_bw[i] = b.get();
+            }
+            per.local_ns[i] = o.local_ns.as_ref().map(Param::get);
+        }
+        if per.cores.iter().all(|&c| c == 0) {
+            return Err("the machine has no cores".into());
+        }
+        Ok(per)
+    }
+}
+
+/// The topology (CPUs numbered node by node; LLCs splitting each node's cores evenly; links
+/// and routes from the preset where it gives them), and its cores.
+fn topology(p: &MachinePreset, per: &PerNode) -> Result<(Topology, Vec<Core>), SpecError> {
+    let llcs_per_node = p.llcs_per_node.get().max(1);
+    let mut nodes = Vec::with_capacity(per.cores.len());
+    let mut llcs = Vec::new();
+    let mut cores = Vec::new();
+    let mut next_cpu = 0u32;
+    for (i, &c) in per.cores.iter().enumerate() {
+        let cpus: Vec<CpuId> = (next_cpu..next_cpu + c).map(CpuId).collect();
+        next_cpu += c;
+        if c > 0 {
+            let each = c.div_ceil(llcs_per_node) as usize;
+            for chunk in cpus.chunks(each) {
+                let llc = llcs.len();
+                for &cpu in chunk {
+                    cores.push(Core { cpu, node: i, llc });
+                }
+                llcs.push(LlcDomain {
+                    cpus: chunk.to_vec(),
+                    size_bytes: Some(p.llc_bytes.get()),
+                });
+            }
+        }
+        nodes.push(Node {
+            id: NodeId(i as u16),
+            cpus,
+            mem_total_bytes: per.mem[i],
+            mem_free_bytes: per.mem[i],
+            hmat: Hmat::default(),
+        });
+    }
+    let topo_err = |source| SpecError::Topology {
+        machine: p.name.clone(),
+        source,
+    };
+    let mut topology = Topology::new(nodes, p.distances.value().clone(), llcs).map_err(topo_err)?;
+    if p.links.is_some() || !p.routes.is_empty() {
+        let links = match &p.links {
+            Some(l) => l.value().clone(),
+            None => topology
+                .interconnect()
+                .links
+                .iter()
+                .map(|l| (l.a.0, l.b.0))
+                .collect(),
+        };
+        let spec = InterconnectSpec {
+            links,
+            routes: p
+                .routes
+                .iter()
+                .map(|r| RouteSpec {
+                    from: r.from,
+                    to: r.to,
+                    via: r.via.clone(),
+                })
+                .collect(),
+        };
+        topology = topology
+            .with_interconnect(
+                &spec,
+                InterconnectOrigin::File(format!("preset {}", p.name)),
+            )
+            .map_err(topo_err)?;
+    }
+    // Cores get their LLC index in the topology's (sorted) LLC order.
+    for core in &mut cores {
+        core.llc = topology
+            .llcs()
+            .iter()
+            .position(|l| l.cpus.contains(&core.cpu))
+            .unwrap_or(0);
+    }
+    Ok((topology, cores))
+}
+
+/// Bandwidth per direction of each link: the preset's, or its `[[link]]` override.
+fn link_bandwidths(p: &MachinePreset, links: &[(usize, usize)]) -> Result<Vec<f64>, String> {
+    let mut link_bw = vec![p.link_bandwidth_gbs.get(); links.len()];
+    for o in &p.link_overrides {
+        let key = (usize::from(o.a.min(o.b)), usize::from(o.a.max(o.b)));
+        let Some(i) = links.iter().position(|&l| l == key) else {
+            return Err(format!(
+                "[[link]] {}-{} is not a link of this machine",
+                o.a, o.b
+            ));
+        };
+        positive(&o.bandwidth_gbs, "[[link]] bandwidth_gbs")?;
+        link_bw[i] = o.bandwidth_gbs.get();
+    }
+    Ok(link_bw)
+}
+
+/// `path[s][d]`: the directed links (`2i` is `a -> b`, `2i + 1` is `b -> a`) of the route from
+/// node `s` to node `d`.
+fn link_paths(topology: &Topology, links: &[(usize, usize)]) -> Vec<Vec<Vec<usize>>> {
+    let n = topology.len();
+    let mut path = vec![vec![Vec::new(); n]; n];
+    for r in &topology.interconnect().routes {
+        let (s, d) = (usize::from(r.from.0), usize::from(r.to.0));
+        for w in r.path.windows(2) {
+            let (a, b) = (usize::from(w[0].0), usize::from(w[1].0));
+            let (lo, hi) = (a.min(b), a.max(b));
+            if let Some(i) = links.iter().position(|&l| l == (lo, hi)) {
+                path[s][d].push(if a < b { 2 * i } else { 2 * i + 1 });
+            }
+        }
+    }
+    path
+}
+
+/// The idle latency matrix: as given, or from the `hops` model (doc comment of
+/// [`LatencyModel`]).
+fn idle_latency(
+    p: &MachinePreset,
+    topology: &Topology,
+    per: &PerNode,
+) -> Result<Vec<Vec<f64>>, String> {
+    let n = per.cores.len();
+    match &p.latency {
+        LatencyModel::Matrix { ns } => {
+            let m = ns.value();
+            if m.len() != n || m.iter().any(|r| r.len() != n) {
+                return Err(format!("latency matrix must be {n} x {n}"));
+            }
+            if m.iter().flatten().any(|&v| !(v > 0.0 && v.is_finite())) {
+                return Err("latency matrix entries must be positive".into());
+            }
+            Ok(m.clone())
+        }
+        LatencyModel::Hops {
+            local_ns,
+            hop_ns,
+            probe_hop_ns,
+        } => {
+            positive(local_ns, "latency.local_ns")?;
+            let hop = hop_ns.get();
+            let probe = probe_hop_ns.as_ref().map_or(0.0, Param::get);
+            if hop < 0.0 || probe < 0.0 {
+                return Err("latency.hop_ns and probe_hop_ns must not be negative".into());
+            }
+            let hops = topology.hops();
+            let cpu_nodes: Vec<usize> = (0..n).filter(|&i| per.cores[i] > 0).collect();
+            Ok((0..n)
+                .map(|s| {
+                    (0..n)
+                        .map(|d| {
+                            let local = per.local_ns[d].unwrap_or(local_ns.get());
+                            let ecc = cpu_nodes.iter().map(|&c| hops[d][c]).max().unwrap_or(0);
+                            (local + f64::from(hops[s][d]) * hop).max(probe * f64::from(ecc))
+                        })
+                        .collect()
+                })
+                .collect())
+        }
     }
 }
 
