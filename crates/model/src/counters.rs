@@ -71,9 +71,14 @@ pub struct Counters {
     /// The counters above that were estimated rather than counted, and how (for example DRAM
     /// traffic per node estimated from samples when there is no PMU).
     pub estimated: Vec<Estimate>,
+    /// The counters above the machine could not measure at all: they read 0, and a policy
+    /// must not take them for data (the engine refuses to run one that needs them, by the
+    /// machine's capabilities).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<CounterGroup>,
 }
 
-/// A group of counters a backend can only estimate.
+/// A group of counters, for saying which a backend estimates or lacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CounterGroup {
@@ -85,6 +90,8 @@ pub enum CounterGroup {
     Cycles,
     /// `nodes[].instructions`, `threads[].instructions`.
     Instructions,
+    /// `nodes[].llc_misses`, `threads[].llc_misses`.
+    LlcMisses,
     /// `links`.
     Links,
 }
@@ -97,6 +104,11 @@ pub struct Estimate {
 }
 
 impl Counters {
+    /// Whether a group of counters was not measured at all (it reads 0).
+    pub fn is_missing(&self, group: CounterGroup) -> bool {
+        self.missing.contains(&group)
+    }
+
     /// Whether a group of counters was estimated rather than counted.
     pub fn is_estimated(&self, group: CounterGroup) -> bool {
         self.estimated.iter().any(|e| e.group == group)

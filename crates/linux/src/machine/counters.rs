@@ -120,6 +120,12 @@ impl<S: Sys> LinuxMachine<S> {
                     how: how.to_string(),
                 })
                 .collect(),
+            // No hardware counters are read yet (capability thread-counters).
+            missing: vec![
+                CounterGroup::Instructions,
+                CounterGroup::LlcMisses,
+                CounterGroup::Links,
+            ],
         }
     }
 

@@ -25,6 +25,7 @@ impl SimMachine {
                 threads,
                 links: self.link_counters(),
                 estimated: Vec::new(),
+                missing: Vec::new(),
             },
             samples: std::mem::take(&mut self.e_samples),
             memory: (0..n)
