@@ -420,3 +420,32 @@ pub fn render_text(r: &TopoReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parts of the text the fixtures do not reach: links from a file, no links at all,
+    /// caches of different sizes.
+    #[test]
+    fn text_shows_file_links_and_mixed_caches() {
+        let d = discover(std::path::Path::new("../../fixtures/sysfs/r905-asymmetric"))
+            .expect("fixture");
+        let mut r = build_report(&d.topology, "fixture", vec!["a note".into()]);
+        r.interconnect.file = Some("links.toml".into());
+        r.interconnect.links.clear();
+        r.llc_domains[1].size_bytes = None;
+        let got = render_text(&r);
+        assert!(
+            got.ends_with(
+                "\ndistance classes: 10 local, 16 remote-1, 22 remote-2\n\
+                 links (from links.toml): none\n\
+                 multi-hop routes: 0->3 via 1, 3->0 via 1\n\
+                 last-level caches: 0-3 (6.0 MiB); 4-7 (size unknown); 8-11 (6.0 MiB); \
+                 12-15 (6.0 MiB)\n\
+                 note: a note\n"
+            ),
+            "{got}"
+        );
+    }
+}

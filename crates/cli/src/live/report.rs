@@ -220,3 +220,146 @@ pub fn render(r: &RunReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rondpoint_engine::TechniqueTotals;
+    use rondpoint_linux::machine::KernelBalancing;
+
+    /// A report with every optional part present.
+    fn full() -> RunReport {
+        let mut actions = Accounting {
+            epochs: 12,
+            ..Accounting::default()
+        };
+        actions.by_technique.insert(
+            "interleave".into(),
+            TechniqueTotals {
+                actions: 3,
+                applied: 2,
+                partial: 1,
+                pages_done: 5000,
+                bytes_copied: 5000 * 4096,
+                pages_failed_by_reason: [("EBUSY".to_string(), 7), ("ENOENT".to_string(), 2)]
+                    .into(),
+                ..TechniqueTotals::default()
+            },
+        );
+        actions.by_technique.insert(
+            "migrate".into(),
+            TechniqueTotals {
+                actions: 1,
+                failed: 1,
+                skipped: 4,
+                substituted: 2,
+                ..TechniqueTotals::default()
+            },
+        );
+        RunReport {
+            command: vec!["memhog".into(), "1g".into()],
+            policy: "carrefour".into(),
+            dry_run: true,
+            exit: Some("exit code 0".into()),
+            wall_s: 2.5,
+            epochs: 12,
+            signals: Signals {
+                sampler: Some("IBS".into()),
+                sampler_error: None,
+                numa_balancing: Some(1),
+                estimated: vec!["cycles".into(), "DRAM traffic".into()],
+            },
+            stats: LiveStats {
+                samples: 1234,
+                samples_drained: 1200,
+                lost_samples: 3,
+                sampler_throttled: 1,
+                pages_first: Some(vec![1000, 0, 24, 0]),
+                pages_last: Some(vec![256, 256, 256, 256]),
+                lar_first: Some(0.25),
+                lar_last: None,
+                refused_unmanaged: 0,
+                kernel_balancing: Some(KernelBalancing {
+                    hint_faults: 10,
+                    pages_migrated: 4,
+                }),
+            },
+            actions,
+            rondpoint_cpu_s: 0.125,
+            rondpoint_peak_rss_bytes: 6 << 20,
+            notes: vec!["first note".into(), "second note".into()],
+        }
+    }
+
+    #[test]
+    fn full_report_renders_every_part() {
+        let got = render(&full());
+        assert_eq!(
+            got,
+            r#"
+ rondpoint report for 'memhog 1g' (policy carrefour, dry run: nothing was changed):
+
+          2.500 s wall time, 12 epochs
+                  program exit code 0
+           1234   samples (1200 drained during epochs, 3 lost, sampler throttled 1 times), from IBS
+                  estimated, not counted: cycles; DRAM traffic
+                  interleave: 3 actions (2 applied, 1 partial, 0 failed, 0 skipped, 0 substituted), 5000 pages placed, 19.5 MiB copied
+                  interleave: pages not placed: 7 EBUSY, 2 ENOENT
+                  migrate: 1 actions (0 applied, 0 partial, 1 failed, 4 skipped, 2 substituted), 0 pages placed, 0 B copied
+
+   placement            node0          node1          node2          node3
+   first epoch  3.9 MiB (98%)       0 B (0%)  96.0 KiB (2%)       0 B (0%)
+   last epoch   1.0 MiB (25%)  1.0 MiB (25%)  1.0 MiB (25%)  1.0 MiB (25%)
+
+   local access ratio of sampled accesses: 25% first epoch, - last epoch
+   kernel NUMA balancing meanwhile (whole machine): 10 hinting faults, 4 pages migrated by the kernel
+   rondpoint itself: 0.125 s CPU (5.00% of one core), 6.0 MiB peak memory
+   note: first note
+   note: second note
+"#
+        );
+    }
+
+    #[test]
+    fn bare_report_says_what_is_missing() {
+        let r = RunReport {
+            dry_run: false,
+            exit: None,
+            signals: Signals::default(),
+            stats: LiveStats::default(),
+            actions: Accounting::default(),
+            notes: Vec::new(),
+            ..full()
+        };
+        let got = render(&r);
+        assert_eq!(
+            got,
+            r#"
+ rondpoint report for 'memhog 1g' (policy carrefour):
+
+          2.500 s wall time, 12 epochs
+                  program still running
+              0   samples (0 drained during epochs, 0 lost, sampler throttled 0 times), from no sampler
+                  no placement actions
+
+   local access ratio of sampled accesses: - first epoch, - last epoch
+   rondpoint itself: 0.125 s CPU (5.00% of one core), 6.0 MiB peak memory
+"#
+        );
+    }
+
+    #[test]
+    fn placement_without_a_first_epoch_shows_a_dash() {
+        let mut r = full();
+        r.stats.pages_first = None;
+        let got = render(&r);
+        assert!(
+            got.contains(
+                "\n   placement            node0          node1          node2          node3\n   \
+                 first epoch              -\n   last epoch   1.0 MiB (25%)  1.0 MiB (25%)  \
+                 1.0 MiB (25%)  1.0 MiB (25%)\n\n"
+            ),
+            "{got}"
+        );
+    }
+}
