@@ -7,6 +7,7 @@ use rondpoint_engine::Accounting;
 use rondpoint_linux::machine::{LinuxMachine, LiveStats, Signals};
 use rondpoint_linux::sys::RealSys;
 use serde::Serialize;
+use std::fmt::{Display, Write as _};
 use std::time::Instant;
 
 /// The end report.
@@ -96,8 +97,22 @@ fn pages_row(label: &str, pages: &Option<Vec<u64>>) -> Vec<String> {
 
 /// The human-readable end report.
 pub fn render(r: &RunReport) -> String {
-    use std::fmt::Write as _;
     let mut out = String::new();
+    header(&mut out, r);
+    samples(&mut out, r);
+    actions(&mut out, &r.actions);
+    placement(&mut out, &r.stats);
+    footer(&mut out, r);
+    out
+}
+
+/// One line of the figures column, `perf stat` style: the figure right-aligned, then what it is.
+fn stat(out: &mut String, figure: impl Display, what: impl Display) {
+    let _ = writeln!(out, "   {figure:>12}   {what}");
+}
+
+/// What ran, under which policy, for how long, and how it ended.
+fn header(out: &mut String, r: &RunReport) {
     let _ = writeln!(
         out,
         "\n rondpoint report for '{}' (policy {}{}):\n",
@@ -114,86 +129,98 @@ pub fn render(r: &RunReport) -> String {
         "   {:>12.3} s wall time, {} epochs",
         r.wall_s, r.epochs
     );
-    let _ = writeln!(
+    stat(
         out,
-        "   {:>12}   program {}",
         "",
-        r.exit.as_deref().unwrap_or("still running")
+        format_args!("program {}", r.exit.as_deref().unwrap_or("still running")),
     );
-    let _ = writeln!(
+}
+
+/// How many samples there were, from where, and what was estimated rather than counted.
+fn samples(out: &mut String, r: &RunReport) {
+    stat(
         out,
-        "   {:>12}   samples ({} drained during epochs, {} lost, sampler throttled {} times), \
-         from {}",
         r.stats.samples,
-        r.stats.samples_drained,
-        r.stats.lost_samples,
-        r.stats.sampler_throttled,
-        r.signals.sampler.as_deref().unwrap_or("no sampler")
+        format_args!(
+            "samples ({} drained during epochs, {} lost, sampler throttled {} times), from {}",
+            r.stats.samples_drained,
+            r.stats.lost_samples,
+            r.stats.sampler_throttled,
+            r.signals.sampler.as_deref().unwrap_or("no sampler")
+        ),
     );
     if !r.signals.estimated.is_empty() {
-        let _ = writeln!(
+        stat(
             out,
-            "   {:>12}   estimated, not counted: {}",
             "",
-            r.signals.estimated.join("; ")
+            format_args!("estimated, not counted: {}", r.signals.estimated.join("; ")),
         );
     }
-    for (t, totals) in &r.actions.by_technique {
-        let _ = writeln!(
+}
+
+/// The placement actions per technique, and why pages were not placed.
+fn actions(out: &mut String, actions: &Accounting) {
+    for (t, totals) in &actions.by_technique {
+        stat(
             out,
-            "   {:>12}   {t}: {} actions ({} applied, {} partial, {} failed, {} skipped, {} substituted), {} pages placed, {} copied",
             "",
-            totals.actions,
-            totals.applied,
-            totals.partial,
-            totals.failed,
-            totals.skipped,
-            totals.substituted,
-            totals.pages_done,
-            format::bytes(totals.bytes_copied)
+            format_args!(
+                "{t}: {} actions ({} applied, {} partial, {} failed, {} skipped, {} substituted), \
+                 {} pages placed, {} copied",
+                totals.actions,
+                totals.applied,
+                totals.partial,
+                totals.failed,
+                totals.skipped,
+                totals.substituted,
+                totals.pages_done,
+                format::bytes(totals.bytes_copied)
+            ),
         );
         if !totals.pages_failed_by_reason.is_empty() {
-            let why: Vec<String> = totals
-                .pages_failed_by_reason
-                .iter()
-                .map(|(reason, pages)| format!("{pages} {reason}"))
-                .collect();
-            let _ = writeln!(
+            stat(
                 out,
-                "   {:>12}   {t}: pages not placed: {}",
                 "",
-                why.join(", ")
+                format_args!(
+                    "{t}: pages not placed: {}",
+                    format::tally(&totals.pages_failed_by_reason)
+                ),
             );
         }
     }
-    if r.actions.by_technique.is_empty() {
-        let _ = writeln!(out, "   {:>12}   no placement actions", "");
+    if actions.by_technique.is_empty() {
+        stat(out, "", "no placement actions");
     }
-    let n = r
-        .stats
+}
+
+/// Where the managed processes' pages were, per node, at the first and the last epoch.
+fn placement(out: &mut String, stats: &LiveStats) {
+    let n = stats
         .pages_first
         .as_ref()
-        .or(r.stats.pages_last.as_ref())
+        .or(stats.pages_last.as_ref())
         .map_or(0, Vec::len);
-    if n > 0 {
-        let mut header = vec!["placement".to_string()];
-        header.extend((0..n).map(|i| format!("node{i}")));
-        let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-        let right: Vec<bool> = (0..=n).map(|i| i > 0).collect();
-        let table = format::table(
-            &refs,
-            &right,
-            vec![
-                pages_row("first epoch", &r.stats.pages_first),
-                pages_row("last epoch", &r.stats.pages_last),
-            ],
-        );
-        out.push('\n');
-        for line in table.lines() {
-            let _ = writeln!(out, "   {line}");
-        }
+    if n == 0 {
+        return;
     }
-    let lar = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |x| format!("{:.0}%", 100.0 * x));
+    let columns: Vec<String> = (0..n).map(format::node).collect();
+    let table = format::labelled_table(
+        "placement",
+        &columns,
+        vec![
+            pages_row("first epoch", &stats.pages_first),
+            pages_row("last epoch", &stats.pages_last),
+        ],
+    );
+    out.push('\n');
+    for line in table.lines() {
+        let _ = writeln!(out, "   {line}");
+    }
+}
+
+/// Locality, the kernel's own balancing, rondpoint's cost, and the notes.
+fn footer(out: &mut String, r: &RunReport) {
+    let lar = |v: Option<f64>| format::dash(v.map(|x| format!("{:.0}%", 100.0 * x)));
     let _ = writeln!(
         out,
         "\n   local access ratio of sampled accesses: {} first epoch, {} last epoch",
@@ -218,7 +245,6 @@ pub fn render(r: &RunReport) -> String {
     for n in &r.notes {
         let _ = writeln!(out, "   note: {n}");
     }
-    out
 }
 
 #[cfg(test)]
