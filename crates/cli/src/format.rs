@@ -1,6 +1,8 @@
 //! Formatting helpers shared by the subcommands' human-readable output.
 
 use comfy_table::{CellAlignment, Table, presets};
+use std::collections::BTreeMap;
+use std::fmt::Display;
 
 /// Bytes as a short human figure with a binary unit ("15.6 GiB").
 pub fn bytes(n: u64) -> String {
@@ -44,6 +46,35 @@ pub fn table(header: &[&str], right: &[bool], rows: Vec<Vec<String>>) -> String 
         .join("\n")
 }
 
+/// A table of figures: row labels in the first column, under `corner`, then one column per
+/// name in `columns`, aligned right.
+pub fn labelled_table(corner: &str, columns: &[String], rows: Vec<Vec<String>>) -> String {
+    let mut header = vec![corner];
+    header.extend(columns.iter().map(String::as_str));
+    let mut right = vec![false];
+    right.extend(columns.iter().map(|_| true));
+    table(&header, &right, rows)
+}
+
+/// How the output names a node ("node3").
+pub fn node(id: impl Display) -> String {
+    format!("node{id}")
+}
+
+/// A value, or "-" where there is none.
+pub fn dash(v: Option<impl Display>) -> String {
+    v.map_or_else(|| "-".to_string(), |x| x.to_string())
+}
+
+/// Counts by reason, in the order of the reasons: "7 EBUSY, 2 ENOENT".
+pub fn tally(counts: &BTreeMap<String, u64>) -> String {
+    counts
+        .iter()
+        .map(|(reason, n)| format!("{n} {reason}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +97,24 @@ mod tests {
             ],
         );
         assert_eq!(s, "a    bb\nx     1\nyyy  22");
+    }
+
+    #[test]
+    fn labelled_tables_align_figures_right() {
+        let s = labelled_table(
+            "",
+            &[node(0), node(1)],
+            vec![vec![node(0), "10".into(), "16".into()]],
+        );
+        assert_eq!(s, "       node0  node1\nnode0     10     16");
+    }
+
+    #[test]
+    fn missing_values_and_tallies() {
+        assert_eq!(dash(Some(3)), "3");
+        assert_eq!(dash(None::<u32>), "-");
+        let counts = [("EBUSY".to_string(), 7), ("ENOENT".to_string(), 2)].into();
+        assert_eq!(tally(&counts), "7 EBUSY, 2 ENOENT");
+        assert_eq!(tally(&BTreeMap::new()), "");
     }
 }

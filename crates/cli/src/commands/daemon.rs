@@ -5,9 +5,9 @@ use crate::signals;
 use anyhow::{Result, bail};
 use clap::Args;
 use rondpoint_engine::{EpochReport, OnStop};
-use rondpoint_linux::machine::{LinuxMachine, Selection};
+use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
 use rondpoint_linux::sys::RealSys;
-use rondpoint_model::{OutcomeStatus, Pid};
+use rondpoint_model::{OutcomeStatus, Pid, Topology};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -49,6 +49,33 @@ struct State {
     failed_actions: u64,
 }
 
+impl State {
+    fn new(opts: &LiveOptions) -> Self {
+        Self {
+            schema_version: 1,
+            policy: opts.policy.clone(),
+            dry_run: opts.dry_run,
+            ..Self::default()
+        }
+    }
+
+    /// Takes in one epoch's report.
+    fn update(&mut self, r: &EpochReport<'_>, started: Instant) {
+        self.uptime_s = started.elapsed().as_secs_f64();
+        self.epoch = r.epoch;
+        self.managed = r.observation.processes.iter().map(|p| p.pid.0).collect();
+        self.samples_last_epoch = r.observation.samples.len();
+        for (a, o) in r.actions.iter().zip(r.outcomes) {
+            let e = self.totals.entry(a.technique().to_string()).or_default();
+            e.0 += 1;
+            e.1 += o.pages_done;
+            if o.status == OutcomeStatus::Failed {
+                self.failed_actions += 1;
+            }
+        }
+    }
+}
+
 fn write_state(path: &Path, state: &State) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, serde_json::to_vec_pretty(state)?)?;
@@ -56,17 +83,7 @@ fn write_state(path: &Path, state: &State) -> std::io::Result<()> {
 }
 
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
-    if args.pids.is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
-        bail!("say which processes to manage: --pid, --comm or --cgroup");
-    }
-    for dir in &args.cgroups {
-        if !dir.join("cgroup.procs").is_file() {
-            bail!(
-                "{} is not a cgroup v2 directory (no cgroup.procs)",
-                dir.display()
-            );
-        }
-    }
+    check_selection(args)?;
     let opts = &args.live;
     let Live {
         mut policy,
@@ -82,47 +99,16 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let stop = signals::install()?;
-    let selection = Selection {
-        pids: args.pids.iter().map(|&p| Pid(p)).collect(),
-        comm: args.comm.clone(),
-        cgroups: args.cgroups.clone(),
-    };
-    let mut machine = LinuxMachine::to_select(RealSys::new(), topology, live, selection);
-    if machine.managed().is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
-        bail!(
-            "no process to manage: {} not running",
-            args.pids
-                .iter()
-                .map(i32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    let mut machine = select(args, topology, live)?;
     let mut recording = opts.recording("daemon", &mut machine)?;
     let started = Instant::now();
-    let mut state = State {
-        schema_version: 1,
-        policy: opts.policy.clone(),
-        dry_run: opts.dry_run,
-        ..State::default()
-    };
+    let mut state = State::new(opts);
     let mut write_error: Option<String> = None;
     let on_epoch = |r: &EpochReport<'_>| {
         if let Some(recording) = recording.as_mut() {
             recording.epoch(r);
         }
-        state.uptime_s = started.elapsed().as_secs_f64();
-        state.epoch = r.epoch;
-        state.managed = r.observation.processes.iter().map(|p| p.pid.0).collect();
-        state.samples_last_epoch = r.observation.samples.len();
-        for (a, o) in r.actions.iter().zip(r.outcomes) {
-            let e = state.totals.entry(a.technique().to_string()).or_default();
-            e.0 += 1;
-            e.1 += o.pages_done;
-            if o.status == OutcomeStatus::Failed {
-                state.failed_actions += 1;
-            }
-        }
+        state.update(r, started);
         if let Some(path) = &args.state_file {
             if let Err(e) = write_state(path, &state) {
                 write_error.get_or_insert(format!("cannot write {}: {e}", path.display()));
@@ -149,4 +135,47 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         eprintln!("rondpoint: {saved}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses an empty selection and cgroup directories that are not cgroups, before anything
+/// starts.
+fn check_selection(args: &DaemonArgs) -> Result<()> {
+    if args.pids.is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
+        bail!("say which processes to manage: --pid, --comm or --cgroup");
+    }
+    for dir in &args.cgroups {
+        if !dir.join("cgroup.procs").is_file() {
+            bail!(
+                "{} is not a cgroup v2 directory (no cgroup.procs)",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The machine managing the processes selected; an error when only `--pid` was given and none
+/// of them runs (a `--comm` or `--cgroup` may match processes started later).
+fn select(
+    args: &DaemonArgs,
+    topology: Topology,
+    live: LiveConfig,
+) -> Result<LinuxMachine<RealSys>> {
+    let selection = Selection {
+        pids: args.pids.iter().map(|&p| Pid(p)).collect(),
+        comm: args.comm.clone(),
+        cgroups: args.cgroups.clone(),
+    };
+    let machine = LinuxMachine::to_select(RealSys::new(), topology, live, selection);
+    if machine.managed().is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
+        bail!(
+            "no process to manage: {} not running",
+            args.pids
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(machine)
 }

@@ -4,9 +4,9 @@ use crate::format;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_linux::actuate;
-use rondpoint_linux::sys::RealSys;
-use rondpoint_linux::thp;
-use rondpoint_model::{NodeId, PageSize, Pid};
+use rondpoint_linux::sys::{Errno, RealSys};
+use rondpoint_linux::thp::{self, ThpMapping};
+use rondpoint_model::{NodeId, Pid};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -73,6 +73,23 @@ fn data_mappings(pid: i32) -> Result<Vec<(u64, u64)>> {
 }
 
 pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
+    check_nodes(args)?;
+    let mappings = data_mappings(args.pid)?;
+    let thp_maps = std::fs::read_to_string(format!("/proc/{}/smaps", args.pid))
+        .map(|t| thp::parse_smaps(&t))
+        .unwrap_or_default();
+    let pages = page_addresses(&mappings, &thp_maps);
+    let report = move_pages(args, &pages, &thp_maps)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses nodes the machine does not have, before anything is read or moved.
+fn check_nodes(args: &MigrateArgs) -> Result<()> {
     let topology = rondpoint_linux::discover(&args.sysfs_root)
         .context("reading the NUMA topology")?
         .topology;
@@ -81,37 +98,32 @@ pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
             bail!("node {n} does not exist on this machine");
         }
     }
-    let pid = Pid(args.pid);
-    let mappings = data_mappings(args.pid)?;
-    let thp_maps = std::fs::read_to_string(format!("/proc/{}/smaps", args.pid))
-        .map(|t| thp::parse_smaps(&t))
-        .unwrap_or_default();
-    // One address per page: per 2 MiB inside THP-backed parts, per 4 KiB elsewhere.
+    Ok(())
+}
+
+/// One address per page: per 2 MiB inside THP-backed parts, per 4 KiB elsewhere.
+fn page_addresses(mappings: &[(u64, u64)], thp_maps: &[ThpMapping]) -> Vec<u64> {
     let mut pages = Vec::new();
-    for (a, b) in mappings {
+    for &(a, b) in mappings {
         let mut addr = a;
         while addr < b {
-            let size = thp::page_size_of(&thp_maps, addr);
             pages.push(addr);
-            addr += match size {
-                PageSize::Huge2M => PageSize::Huge2M.bytes(),
-                PageSize::Base4K => 4096,
-            };
+            addr += thp::page_size_of(thp_maps, addr).bytes();
         }
     }
+    pages
+}
+
+/// Moves the pages that are on the nodes asked for (batch by batch, at most
+/// `--max-mb-per-s`) and says what happened.
+fn move_pages(args: &MigrateArgs, pages: &[u64], thp_maps: &[ThpMapping]) -> Result<MigrateReport> {
+    let pid = Pid(args.pid);
+    let to = i32::from(args.to);
     let mut sys = RealSys::new();
     let started = Instant::now();
-    let now = actuate::query(&mut sys, pid, &pages).map_err(|e| {
-        anyhow::anyhow!(
-            "querying the pages of process {}: {e}{}",
-            args.pid,
-            rights(e)
-        )
-    })?;
+    let now = actuate::query(&mut sys, pid, pages).map_err(|e| refused("querying", args.pid, e))?;
     let from_ok = |n: i32| {
-        n >= 0
-            && n != i32::from(args.to)
-            && (args.from.is_empty() || args.from.iter().any(|&f| i32::from(f) == n))
+        n >= 0 && n != to && (args.from.is_empty() || args.from.iter().any(|&f| i32::from(f) == n))
     };
     let todo: Vec<u64> = pages
         .iter()
@@ -119,22 +131,19 @@ pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
         .filter(|&(_, &n)| from_ok(n))
         .map(|(&p, _)| p)
         .collect();
-    let already = now.iter().filter(|&&n| n == i32::from(args.to)).count() as u64;
     let mut moved = 0u64;
     let mut bytes = 0u64;
     let mut failures: BTreeMap<String, u64> = BTreeMap::new();
-    let chunk = actuate::BATCH;
-    for batch in todo.chunks(chunk) {
+    for batch in todo.chunks(actuate::BATCH) {
         let t0 = Instant::now();
-        let targets = vec![i32::from(args.to); batch.len()];
-        let r = actuate::move_pages_to(&mut sys, pid, batch, &targets).map_err(|e| {
-            anyhow::anyhow!("moving the pages of process {}: {e}{}", args.pid, rights(e))
-        })?;
+        let targets = vec![to; batch.len()];
+        let r = actuate::move_pages_to(&mut sys, pid, batch, &targets)
+            .map_err(|e| refused("moving", args.pid, e))?;
         moved += r.moved;
         let batch_bytes: u64 = batch
             .iter()
             .take(r.moved as usize)
-            .map(|&a| thp::page_size_of(&thp_maps, a).bytes())
+            .map(|&a| thp::page_size_of(thp_maps, a).bytes())
             .sum();
         bytes += batch_bytes;
         for (k, v) in r.failures {
@@ -149,55 +158,95 @@ pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let report = MigrateReport {
+    Ok(MigrateReport {
         pid: args.pid,
         to: args.to,
         pages_seen: pages.len() as u64,
         pages_requested: todo.len() as u64,
         pages_moved: moved,
-        pages_already_there: already,
+        pages_already_there: now.iter().filter(|&&n| n == to).count() as u64,
         failures,
         bytes_moved: bytes,
         seconds,
         mb_per_s: bytes as f64 / 1e6 / seconds.max(1e-9),
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        println!(
-            "moved {} pages ({}) of process {} to node {} in {:.3} s ({:.0} MB/s); {} already there{}",
-            report.pages_moved,
-            format::bytes(report.bytes_moved),
-            report.pid,
-            report.to,
-            report.seconds,
-            report.mb_per_s,
-            report.pages_already_there,
-            if report.failures.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; not moved: {}",
-                    report
-                        .failures
-                        .iter()
-                        .map(|(k, v)| format!("{v} {k}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            }
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
-fn rights(e: rondpoint_linux::sys::Errno) -> &'static str {
-    use rondpoint_linux::sys::Errno;
-    if e == Errno::EPERM || e == Errno::EACCES {
+/// The one-line human form of the report.
+fn render(report: &MigrateReport) -> String {
+    format!(
+        "moved {} pages ({}) of process {} to node {} in {:.3} s ({:.0} MB/s); {} already there{}",
+        report.pages_moved,
+        format::bytes(report.bytes_moved),
+        report.pid,
+        report.to,
+        report.seconds,
+        report.mb_per_s,
+        report.pages_already_there,
+        if report.failures.is_empty() {
+            String::new()
+        } else {
+            format!("; not moved: {}", format::tally(&report.failures))
+        }
+    )
+}
+
+/// A failed query or move of the process's pages, with the likely reason.
+fn refused(doing: &str, pid: i32, e: Errno) -> anyhow::Error {
+    let why = if e == Errno::EPERM || e == Errno::EACCES {
         " (moving another user's pages needs CAP_SYS_NICE)"
     } else if e == Errno::ESRCH {
         " (the process has exited)"
     } else {
         ""
+    };
+    anyhow::anyhow!("{doing} the pages of process {pid}: {e}{why}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_names_what_was_not_moved() {
+        let mut report = MigrateReport {
+            pid: 42,
+            to: 1,
+            pages_seen: 10,
+            pages_requested: 8,
+            pages_moved: 5,
+            pages_already_there: 2,
+            failures: BTreeMap::new(),
+            bytes_moved: 5 * 4096,
+            seconds: 0.5,
+            mb_per_s: 0.04096,
+        };
+        assert_eq!(
+            render(&report),
+            "moved 5 pages (20.0 KiB) of process 42 to node 1 in 0.500 s (0 MB/s); 2 already there"
+        );
+        report.failures = [("EBUSY".to_string(), 2), ("ENOENT".to_string(), 1)].into();
+        assert!(
+            render(&report).ends_with("; 2 already there; not moved: 2 EBUSY, 1 ENOENT"),
+            "{}",
+            render(&report)
+        );
+    }
+
+    #[test]
+    fn refusals_say_why() {
+        let e = Errno::EPERM;
+        assert_eq!(
+            refused("moving", 42, e).to_string(),
+            format!(
+                "moving the pages of process 42: {e} (moving another user's pages needs \
+                 CAP_SYS_NICE)"
+            )
+        );
+        let e = Errno::ESRCH;
+        assert_eq!(
+            refused("querying", 42, e).to_string(),
+            format!("querying the pages of process 42: {e} (the process has exited)")
+        );
     }
 }

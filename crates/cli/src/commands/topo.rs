@@ -210,6 +210,22 @@ pub fn build_report(t: &Topology, sysfs_root: &str, notes: Vec<String>) -> TopoR
 /// The human-readable form. Everything in it is also in the JSON.
 pub fn render_text(r: &TopoReport) -> String {
     let mut out = String::new();
+    summary(&mut out, r);
+    node_table(&mut out, &r.nodes);
+    if r.numa {
+        distances(&mut out, r);
+        interconnect(&mut out, &r.interconnect);
+    }
+    llcs(&mut out, &r.llc_domains);
+    hmat(&mut out, &r.nodes);
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// The machine in one line, and what a single node means.
+fn summary(out: &mut String, r: &TopoReport) {
     let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
     let _ = writeln!(
         out,
@@ -228,24 +244,22 @@ pub fn render_text(r: &TopoReport) -> String {
              machines instead."
         );
     }
+}
+
+/// One row per node, and what its class means.
+fn node_table(out: &mut String, nodes: &[NodeReport]) {
     out.push('\n');
-    let rows = r
-        .nodes
+    let rows = nodes
         .iter()
         .map(|n| {
             vec![
-                format!("node{}", n.id),
+                format::node(n.id),
                 n.class.to_string(),
                 n.cpus.len().to_string(),
-                if n.cpulist.is_empty() {
-                    "-".to_string()
-                } else {
-                    n.cpulist.clone()
-                },
+                format::dash((!n.cpulist.is_empty()).then_some(&n.cpulist)),
                 format::bytes(n.mem_total_bytes),
                 format::bytes(n.mem_free_bytes),
-                n.worst_cpu_distance
-                    .map_or_else(|| "-".to_string(), |d| d.to_string()),
+                format::dash(n.worst_cpu_distance),
                 n.llcs.len().to_string(),
             ]
         })
@@ -262,161 +276,181 @@ pub fn render_text(r: &TopoReport) -> String {
         "class: fast/slow by worst-case distance to the other CPU nodes (\"worst\"); \
          memory-only = no CPUs\n\n",
     );
+}
 
-    if r.numa {
-        out.push_str("distances (SLIT)\n");
-        let mut header = vec![String::new()];
-        header.extend(r.nodes.iter().map(|n| format!("node{}", n.id)));
-        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut right = vec![false];
-        right.extend(r.nodes.iter().map(|_| true));
-        let rows = r
-            .nodes
-            .iter()
-            .zip(&r.distances)
-            .map(|(n, row)| {
-                let mut v = vec![format!("node{}", n.id)];
-                v.extend(row.iter().map(u32::to_string));
-                v
-            })
-            .collect();
-        out.push_str(&format::table(&header_refs, &right, rows));
-        out.push_str("\n\n");
-
-        let classes: Vec<String> = r
-            .distance_classes
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                if i == 0 {
-                    format!("{d} local")
-                } else {
-                    format!("{d} remote-{i}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "distance classes: {}", classes.join(", "));
-        let links: Vec<String> = r
-            .interconnect
-            .links
-            .iter()
-            .map(|[a, b]| format!("{a}-{b}"))
-            .collect();
-        let origin = match &r.interconnect.file {
-            Some(f) => format!("from {f}"),
-            None => "inferred from distances".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "links ({origin}): {}",
-            if links.is_empty() {
-                "none".to_string()
-            } else {
-                links.join(" ")
-            }
-        );
-        let multi: Vec<String> = r
-            .interconnect
-            .routes
-            .iter()
-            .filter(|rt| rt.path.len() > 2)
-            .map(|rt| {
-                let via: Vec<String> = rt.path[1..rt.path.len() - 1]
-                    .iter()
-                    .map(u16::to_string)
-                    .collect();
-                format!("{}->{} via {}", rt.from, rt.to, via.join(","))
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "multi-hop routes: {}",
-            if multi.is_empty() {
-                "none (every pair of nodes is directly linked)".to_string()
-            } else {
-                multi.join(", ")
-            }
-        );
-    }
-
-    if let Some(first) = r.llc_domains.first() {
-        let uniform = r
-            .llc_domains
-            .iter()
-            .all(|l| l.cpus.len() == first.cpus.len() && l.size_bytes == first.size_bytes);
-        let size = |b: Option<u64>| {
-            b.map(format::bytes)
-                .unwrap_or_else(|| "size unknown".into())
-        };
-        if uniform {
-            let _ = writeln!(
-                out,
-                "last-level caches: {} of {} CPUs each, {} each",
-                r.llc_domains.len(),
-                first.cpus.len(),
-                size(first.size_bytes)
-            );
-        } else {
-            let list: Vec<String> = r
-                .llc_domains
-                .iter()
-                .map(|l| format!("{} ({})", l.cpulist, size(l.size_bytes)))
-                .collect();
-            let _ = writeln!(out, "last-level caches: {}", list.join("; "));
-        }
-    }
-
-    let hmat_rows: Vec<Vec<String>> = r
+/// The SLIT matrix and its distinct distances.
+fn distances(out: &mut String, r: &TopoReport) {
+    out.push_str("distances (SLIT)\n");
+    let columns: Vec<String> = r.nodes.iter().map(|n| format::node(n.id)).collect();
+    let rows = r
         .nodes
         .iter()
-        .filter_map(|n| {
-            let h = n.hmat.as_ref()?;
-            let row = |class: &str, p: &HmatPerf| {
-                let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |x| x.to_string());
-                vec![
-                    format!("node{}", n.id),
-                    class.to_string(),
-                    p.initiators
-                        .iter()
-                        .map(|i| i.0.to_string())
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    opt(p.read_latency_ns),
-                    opt(p.write_latency_ns),
-                    opt(p.read_bandwidth_mib_s),
-                    opt(p.write_bandwidth_mib_s),
-                ]
-            };
-            let mut rows = Vec::new();
-            if let Some(p) = &h.access0 {
-                rows.push(row("access0", p));
-            }
-            if let Some(p) = &h.access1 {
-                rows.push(row("access1", p));
-            }
-            Some(rows)
+        .zip(&r.distances)
+        .map(|(n, row)| {
+            let mut v = vec![format::node(n.id)];
+            v.extend(row.iter().map(u32::to_string));
+            v
         })
-        .flatten()
         .collect();
-    if !hmat_rows.is_empty() {
-        out.push_str("\nHMAT (latency ns, bandwidth MiB/s, from the best initiators)\n");
-        out.push_str(&format::table(
-            &[
-                "target",
-                "class",
-                "initiators",
-                "rd lat",
-                "wr lat",
-                "rd bw",
-                "wr bw",
-            ],
-            &[false, false, false, true, true, true, true],
-            hmat_rows,
-        ));
-        out.push('\n');
+    out.push_str(&format::labelled_table("", &columns, rows));
+    out.push_str("\n\n");
+
+    let classes: Vec<String> = r
+        .distance_classes
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            if i == 0 {
+                format!("{d} local")
+            } else {
+                format!("{d} remote-{i}")
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "distance classes: {}", classes.join(", "));
+}
+
+/// The links, where they came from, and the routes that cross more than one.
+fn interconnect(out: &mut String, ic: &InterconnectReport) {
+    let links: Vec<String> = ic.links.iter().map(|[a, b]| format!("{a}-{b}")).collect();
+    let origin = match &ic.file {
+        Some(f) => format!("from {f}"),
+        None => "inferred from distances".to_string(),
+    };
+    let _ = writeln!(out, "links ({origin}): {}", joined_or(&links, " ", "none"));
+    let multi: Vec<String> = ic
+        .routes
+        .iter()
+        .filter(|rt| rt.path.len() > 2)
+        .map(|rt| {
+            let via: Vec<String> = rt.path[1..rt.path.len() - 1]
+                .iter()
+                .map(u16::to_string)
+                .collect();
+            format!("{}->{} via {}", rt.from, rt.to, via.join(","))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "multi-hop routes: {}",
+        joined_or(
+            &multi,
+            ", ",
+            "none (every pair of nodes is directly linked)"
+        )
+    );
+}
+
+/// `items` joined by `sep`, or `empty` when there are none.
+fn joined_or(items: &[String], sep: &str, empty: &str) -> String {
+    if items.is_empty() {
+        empty.to_string()
+    } else {
+        items.join(sep)
     }
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
+}
+
+/// The last-level caches: one line when they are all alike, else one entry each.
+fn llcs(out: &mut String, llcs: &[LlcReport]) {
+    let Some(first) = llcs.first() else {
+        return;
+    };
+    let uniform = llcs
+        .iter()
+        .all(|l| l.cpus.len() == first.cpus.len() && l.size_bytes == first.size_bytes);
+    let size = |b: Option<u64>| {
+        b.map(format::bytes)
+            .unwrap_or_else(|| "size unknown".into())
+    };
+    if uniform {
+        let _ = writeln!(
+            out,
+            "last-level caches: {} of {} CPUs each, {} each",
+            llcs.len(),
+            first.cpus.len(),
+            size(first.size_bytes)
+        );
+    } else {
+        let list: Vec<String> = llcs
+            .iter()
+            .map(|l| format!("{} ({})", l.cpulist, size(l.size_bytes)))
+            .collect();
+        let _ = writeln!(out, "last-level caches: {}", list.join("; "));
     }
-    out
+}
+
+/// The firmware's HMAT figures, where it gives any.
+fn hmat(out: &mut String, nodes: &[NodeReport]) {
+    let rows: Vec<Vec<String>> = nodes
+        .iter()
+        .filter_map(|n| Some((n.id, n.hmat.as_ref()?)))
+        .flat_map(|(id, h)| {
+            [("access0", &h.access0), ("access1", &h.access1)]
+                .into_iter()
+                .filter_map(move |(class, p)| Some(hmat_row(id, class, p.as_ref()?)))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("\nHMAT (latency ns, bandwidth MiB/s, from the best initiators)\n");
+    out.push_str(&format::table(
+        &[
+            "target",
+            "class",
+            "initiators",
+            "rd lat",
+            "wr lat",
+            "rd bw",
+            "wr bw",
+        ],
+        &[false, false, false, true, true, true, true],
+        rows,
+    ));
+    out.push('\n');
+}
+
+fn hmat_row(node: u16, class: &str, p: &HmatPerf) -> Vec<String> {
+    vec![
+        format::node(node),
+        class.to_string(),
+        p.initiators
+            .iter()
+            .map(|i| i.0.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        format::dash(p.read_latency_ns),
+        format::dash(p.write_latency_ns),
+        format::dash(p.read_bandwidth_mib_s),
+        format::dash(p.write_bandwidth_mib_s),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parts of the text the fixtures do not reach: links from a file, no links at all,
+    /// caches of different sizes.
+    #[test]
+    fn text_shows_file_links_and_mixed_caches() {
+        let d = discover(std::path::Path::new("../../fixtures/sysfs/r905-asymmetric"))
+            .expect("fixture");
+        let mut r = build_report(&d.topology, "fixture", vec!["a note".into()]);
+        r.interconnect.file = Some("links.toml".into());
+        r.interconnect.links.clear();
+        r.llc_domains[1].size_bytes = None;
+        let got = render_text(&r);
+        assert!(
+            got.ends_with(
+                "\ndistance classes: 10 local, 16 remote-1, 22 remote-2\n\
+                 links (from links.toml): none\n\
+                 multi-hop routes: 0->3 via 1, 3->0 via 1\n\
+                 last-level caches: 0-3 (6.0 MiB); 4-7 (size unknown); 8-11 (6.0 MiB); \
+                 12-15 (6.0 MiB)\n\
+                 note: a note\n"
+            ),
+            "{got}"
+        );
+    }
 }

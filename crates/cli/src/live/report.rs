@@ -7,6 +7,7 @@ use rondpoint_engine::Accounting;
 use rondpoint_linux::machine::{LinuxMachine, LiveStats, Signals};
 use rondpoint_linux::sys::RealSys;
 use serde::Serialize;
+use std::fmt::{Display, Write as _};
 use std::time::Instant;
 
 /// The end report.
@@ -96,8 +97,22 @@ fn pages_row(label: &str, pages: &Option<Vec<u64>>) -> Vec<String> {
 
 /// The human-readable end report.
 pub fn render(r: &RunReport) -> String {
-    use std::fmt::Write as _;
     let mut out = String::new();
+    header(&mut out, r);
+    samples(&mut out, r);
+    actions(&mut out, &r.actions);
+    placement(&mut out, &r.stats);
+    footer(&mut out, r);
+    out
+}
+
+/// One line of the figures column, `perf stat` style: the figure right-aligned, then what it is.
+fn stat(out: &mut String, figure: impl Display, what: impl Display) {
+    let _ = writeln!(out, "   {figure:>12}   {what}");
+}
+
+/// What ran, under which policy, for how long, and how it ended.
+fn header(out: &mut String, r: &RunReport) {
     let _ = writeln!(
         out,
         "\n rondpoint report for '{}' (policy {}{}):\n",
@@ -114,86 +129,98 @@ pub fn render(r: &RunReport) -> String {
         "   {:>12.3} s wall time, {} epochs",
         r.wall_s, r.epochs
     );
-    let _ = writeln!(
+    stat(
         out,
-        "   {:>12}   program {}",
         "",
-        r.exit.as_deref().unwrap_or("still running")
+        format_args!("program {}", r.exit.as_deref().unwrap_or("still running")),
     );
-    let _ = writeln!(
+}
+
+/// How many samples there were, from where, and what was estimated rather than counted.
+fn samples(out: &mut String, r: &RunReport) {
+    stat(
         out,
-        "   {:>12}   samples ({} drained during epochs, {} lost, sampler throttled {} times), \
-         from {}",
         r.stats.samples,
-        r.stats.samples_drained,
-        r.stats.lost_samples,
-        r.stats.sampler_throttled,
-        r.signals.sampler.as_deref().unwrap_or("no sampler")
+        format_args!(
+            "samples ({} drained during epochs, {} lost, sampler throttled {} times), from {}",
+            r.stats.samples_drained,
+            r.stats.lost_samples,
+            r.stats.sampler_throttled,
+            r.signals.sampler.as_deref().unwrap_or("no sampler")
+        ),
     );
     if !r.signals.estimated.is_empty() {
-        let _ = writeln!(
+        stat(
             out,
-            "   {:>12}   estimated, not counted: {}",
             "",
-            r.signals.estimated.join("; ")
+            format_args!("estimated, not counted: {}", r.signals.estimated.join("; ")),
         );
     }
-    for (t, totals) in &r.actions.by_technique {
-        let _ = writeln!(
+}
+
+/// The placement actions per technique, and why pages were not placed.
+fn actions(out: &mut String, actions: &Accounting) {
+    for (t, totals) in &actions.by_technique {
+        stat(
             out,
-            "   {:>12}   {t}: {} actions ({} applied, {} partial, {} failed, {} skipped, {} substituted), {} pages placed, {} copied",
             "",
-            totals.actions,
-            totals.applied,
-            totals.partial,
-            totals.failed,
-            totals.skipped,
-            totals.substituted,
-            totals.pages_done,
-            format::bytes(totals.bytes_copied)
+            format_args!(
+                "{t}: {} actions ({} applied, {} partial, {} failed, {} skipped, {} substituted), \
+                 {} pages placed, {} copied",
+                totals.actions,
+                totals.applied,
+                totals.partial,
+                totals.failed,
+                totals.skipped,
+                totals.substituted,
+                totals.pages_done,
+                format::bytes(totals.bytes_copied)
+            ),
         );
         if !totals.pages_failed_by_reason.is_empty() {
-            let why: Vec<String> = totals
-                .pages_failed_by_reason
-                .iter()
-                .map(|(reason, pages)| format!("{pages} {reason}"))
-                .collect();
-            let _ = writeln!(
+            stat(
                 out,
-                "   {:>12}   {t}: pages not placed: {}",
                 "",
-                why.join(", ")
+                format_args!(
+                    "{t}: pages not placed: {}",
+                    format::tally(&totals.pages_failed_by_reason)
+                ),
             );
         }
     }
-    if r.actions.by_technique.is_empty() {
-        let _ = writeln!(out, "   {:>12}   no placement actions", "");
+    if actions.by_technique.is_empty() {
+        stat(out, "", "no placement actions");
     }
-    let n = r
-        .stats
+}
+
+/// Where the managed processes' pages were, per node, at the first and the last epoch.
+fn placement(out: &mut String, stats: &LiveStats) {
+    let n = stats
         .pages_first
         .as_ref()
-        .or(r.stats.pages_last.as_ref())
+        .or(stats.pages_last.as_ref())
         .map_or(0, Vec::len);
-    if n > 0 {
-        let mut header = vec!["placement".to_string()];
-        header.extend((0..n).map(|i| format!("node{i}")));
-        let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-        let right: Vec<bool> = (0..=n).map(|i| i > 0).collect();
-        let table = format::table(
-            &refs,
-            &right,
-            vec![
-                pages_row("first epoch", &r.stats.pages_first),
-                pages_row("last epoch", &r.stats.pages_last),
-            ],
-        );
-        out.push('\n');
-        for line in table.lines() {
-            let _ = writeln!(out, "   {line}");
-        }
+    if n == 0 {
+        return;
     }
-    let lar = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |x| format!("{:.0}%", 100.0 * x));
+    let columns: Vec<String> = (0..n).map(format::node).collect();
+    let table = format::labelled_table(
+        "placement",
+        &columns,
+        vec![
+            pages_row("first epoch", &stats.pages_first),
+            pages_row("last epoch", &stats.pages_last),
+        ],
+    );
+    out.push('\n');
+    for line in table.lines() {
+        let _ = writeln!(out, "   {line}");
+    }
+}
+
+/// Locality, the kernel's own balancing, rondpoint's cost, and the notes.
+fn footer(out: &mut String, r: &RunReport) {
+    let lar = |v: Option<f64>| format::dash(v.map(|x| format!("{:.0}%", 100.0 * x)));
     let _ = writeln!(
         out,
         "\n   local access ratio of sampled accesses: {} first epoch, {} last epoch",
@@ -218,5 +245,147 @@ pub fn render(r: &RunReport) -> String {
     for n in &r.notes {
         let _ = writeln!(out, "   note: {n}");
     }
-    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rondpoint_engine::TechniqueTotals;
+    use rondpoint_linux::machine::KernelBalancing;
+
+    /// A report with every optional part present.
+    fn full() -> RunReport {
+        let mut actions = Accounting {
+            epochs: 12,
+            ..Accounting::default()
+        };
+        actions.by_technique.insert(
+            "interleave".into(),
+            TechniqueTotals {
+                actions: 3,
+                applied: 2,
+                partial: 1,
+                pages_done: 5000,
+                bytes_copied: 5000 * 4096,
+                pages_failed_by_reason: [("EBUSY".to_string(), 7), ("ENOENT".to_string(), 2)]
+                    .into(),
+                ..TechniqueTotals::default()
+            },
+        );
+        actions.by_technique.insert(
+            "migrate".into(),
+            TechniqueTotals {
+                actions: 1,
+                failed: 1,
+                skipped: 4,
+                substituted: 2,
+                ..TechniqueTotals::default()
+            },
+        );
+        RunReport {
+            command: vec!["memhog".into(), "1g".into()],
+            policy: "carrefour".into(),
+            dry_run: true,
+            exit: Some("exit code 0".into()),
+            wall_s: 2.5,
+            epochs: 12,
+            signals: Signals {
+                sampler: Some("IBS".into()),
+                sampler_error: None,
+                numa_balancing: Some(1),
+                estimated: vec!["cycles".into(), "DRAM traffic".into()],
+            },
+            stats: LiveStats {
+                samples: 1234,
+                samples_drained: 1200,
+                lost_samples: 3,
+                sampler_throttled: 1,
+                pages_first: Some(vec![1000, 0, 24, 0]),
+                pages_last: Some(vec![256, 256, 256, 256]),
+                lar_first: Some(0.25),
+                lar_last: None,
+                refused_unmanaged: 0,
+                kernel_balancing: Some(KernelBalancing {
+                    hint_faults: 10,
+                    pages_migrated: 4,
+                }),
+            },
+            actions,
+            rondpoint_cpu_s: 0.125,
+            rondpoint_peak_rss_bytes: 6 << 20,
+            notes: vec!["first note".into(), "second note".into()],
+        }
+    }
+
+    #[test]
+    fn full_report_renders_every_part() {
+        let got = render(&full());
+        assert_eq!(
+            got,
+            r#"
+ rondpoint report for 'memhog 1g' (policy carrefour, dry run: nothing was changed):
+
+          2.500 s wall time, 12 epochs
+                  program exit code 0
+           1234   samples (1200 drained during epochs, 3 lost, sampler throttled 1 times), from IBS
+                  estimated, not counted: cycles; DRAM traffic
+                  interleave: 3 actions (2 applied, 1 partial, 0 failed, 0 skipped, 0 substituted), 5000 pages placed, 19.5 MiB copied
+                  interleave: pages not placed: 7 EBUSY, 2 ENOENT
+                  migrate: 1 actions (0 applied, 0 partial, 1 failed, 4 skipped, 2 substituted), 0 pages placed, 0 B copied
+
+   placement            node0          node1          node2          node3
+   first epoch  3.9 MiB (98%)       0 B (0%)  96.0 KiB (2%)       0 B (0%)
+   last epoch   1.0 MiB (25%)  1.0 MiB (25%)  1.0 MiB (25%)  1.0 MiB (25%)
+
+   local access ratio of sampled accesses: 25% first epoch, - last epoch
+   kernel NUMA balancing meanwhile (whole machine): 10 hinting faults, 4 pages migrated by the kernel
+   rondpoint itself: 0.125 s CPU (5.00% of one core), 6.0 MiB peak memory
+   note: first note
+   note: second note
+"#
+        );
+    }
+
+    #[test]
+    fn bare_report_says_what_is_missing() {
+        let r = RunReport {
+            dry_run: false,
+            exit: None,
+            signals: Signals::default(),
+            stats: LiveStats::default(),
+            actions: Accounting::default(),
+            notes: Vec::new(),
+            ..full()
+        };
+        let got = render(&r);
+        assert_eq!(
+            got,
+            r#"
+ rondpoint report for 'memhog 1g' (policy carrefour):
+
+          2.500 s wall time, 12 epochs
+                  program still running
+              0   samples (0 drained during epochs, 0 lost, sampler throttled 0 times), from no sampler
+                  no placement actions
+
+   local access ratio of sampled accesses: - first epoch, - last epoch
+   rondpoint itself: 0.125 s CPU (5.00% of one core), 6.0 MiB peak memory
+"#
+        );
+    }
+
+    #[test]
+    fn placement_without_a_first_epoch_shows_a_dash() {
+        let mut r = full();
+        r.stats.pages_first = None;
+        let got = render(&r);
+        assert!(
+            got.contains(
+                "\n   placement            node0          node1          node2          node3\n   \
+                 first epoch              -\n   last epoch   1.0 MiB (25%)  1.0 MiB (25%)  \
+                 1.0 MiB (25%)  1.0 MiB (25%)\n\n"
+            ),
+            "{got}"
+        );
+    }
 }
