@@ -156,6 +156,13 @@ fn samples(out: &mut String, r: &RunReport) {
             format_args!("estimated, not counted: {}", r.signals.estimated.join("; ")),
         );
     }
+    if !r.signals.missing.is_empty() {
+        stat(
+            out,
+            "",
+            format_args!("not measured: {}", r.signals.missing.join(", ")),
+        );
+    }
 }
 
 /// The placement actions per technique, and why pages were not placed.
@@ -190,6 +197,9 @@ fn actions(out: &mut String, actions: &Accounting) {
     }
     if actions.by_technique.is_empty() {
         stat(out, "", "no placement actions");
+    }
+    for how in &actions.reduced {
+        stat(out, "", format_args!("approximated: {how}"));
     }
 }
 
@@ -257,6 +267,9 @@ mod tests {
     fn full() -> RunReport {
         let mut actions = Accounting {
             epochs: 12,
+            reduced: vec![
+                "carrefour: for controller imbalance (node-traffic): from samples".into(),
+            ],
             ..Accounting::default()
         };
         actions.by_technique.insert(
@@ -294,6 +307,7 @@ mod tests {
                 sampler_error: None,
                 numa_balancing: Some(1),
                 estimated: vec!["cycles".into(), "DRAM traffic".into()],
+                missing: vec!["instructions".into(), "LLC misses".into()],
             },
             stats: LiveStats {
                 samples: 1234,
@@ -329,9 +343,11 @@ mod tests {
                   program exit code 0
            1234   samples (1200 drained during epochs, 3 lost, sampler throttled 1 times), from IBS
                   estimated, not counted: cycles; DRAM traffic
+                  not measured: instructions, LLC misses
                   interleave: 3 actions (2 applied, 1 partial, 0 failed, 0 skipped, 0 substituted), 5000 pages placed, 19.5 MiB copied
                   interleave: pages not placed: 7 EBUSY, 2 ENOENT
                   migrate: 1 actions (0 applied, 0 partial, 1 failed, 4 skipped, 2 substituted), 0 pages placed, 0 B copied
+                  approximated: carrefour: for controller imbalance (node-traffic): from samples
 
    placement            node0          node1          node2          node3
    first epoch  3.9 MiB (98%)       0 B (0%)  96.0 KiB (2%)       0 B (0%)

@@ -23,6 +23,14 @@ const ESTIMATED: [(CounterGroup, &str); 3] = [
     (CounterGroup::Cycles, "cycles: CPU time x nominal clock"),
 ];
 
+/// What the live backend does not measure at all yet: no hardware counters are read
+/// (capability thread-counters), nor interconnect counters.
+const MISSING: [(CounterGroup, &str); 3] = [
+    (CounterGroup::Instructions, "instructions"),
+    (CounterGroup::LlcMisses, "LLC misses"),
+    (CounterGroup::Links, "interconnect traffic"),
+];
+
 impl<S: Sys> LinuxMachine<S> {
     /// Each node's memory now, from its meminfo; a node whose meminfo cannot be read keeps
     /// what discovery found.
@@ -108,6 +116,7 @@ impl<S: Sys> LinuxMachine<S> {
             }
         }
         self.signals.estimated = ESTIMATED.iter().map(|(_, how)| how.to_string()).collect();
+        self.signals.missing = MISSING.iter().map(|(_, what)| what.to_string()).collect();
         Counters {
             duration_ns,
             nodes,
@@ -120,12 +129,7 @@ impl<S: Sys> LinuxMachine<S> {
                     how: how.to_string(),
                 })
                 .collect(),
-            // No hardware counters are read yet (capability thread-counters).
-            missing: vec![
-                CounterGroup::Instructions,
-                CounterGroup::LlcMisses,
-                CounterGroup::Links,
-            ],
+            missing: MISSING.iter().map(|&(group, _)| group).collect(),
         }
     }
 

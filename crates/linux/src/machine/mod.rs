@@ -72,6 +72,9 @@ pub struct Signals {
     pub numa_balancing: Option<u32>,
     /// Counters estimated rather than counted.
     pub estimated: Vec<String>,
+    /// Counters not measured at all (they read 0 in observations).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// Live backend settings.
