@@ -109,9 +109,7 @@ impl Probe {
                 "no hardware counters (perf_event_open: {} for PERF_TYPE_HARDWARE)",
                 e.name()
             )),
-            Ok(()) => Support::Missing(
-                "the hardware counters open, but the live backend does not read them yet".into(),
-            ),
+            Ok(()) => Support::Full,
         }
     }
 
@@ -226,9 +224,8 @@ mod tests {
                 "no hardware counters (perf_event_open: ENOENT for PERF_TYPE_HARDWARE)".into()
             )
         );
-        // Not read yet even where they open: never decided on as zeros.
         let c = probe(Ok(()), 1, true).capabilities();
-        assert!(!c.support(Capability::ThreadCounters).is_available());
+        assert_eq!(c.support(Capability::ThreadCounters), Support::Full);
     }
 
     #[test]

@@ -25,6 +25,11 @@ pub struct SamplingRequest {
     /// oracle policy asks, to show how far a real policy is from the limit.
     #[serde(default)]
     pub truth: bool,
+    /// Per-thread hardware counters (instructions, cycles, LLC misses): a live backend opens
+    /// them only when asked, since counting costs the managed programs a little at every
+    /// context switch. The simulator always counts.
+    #[serde(default)]
+    pub counters: bool,
 }
 
 impl SamplingRequest {
@@ -33,5 +38,6 @@ impl SamplingRequest {
         period_cycles: None,
         hinting: None,
         truth: false,
+        counters: false,
     };
 }

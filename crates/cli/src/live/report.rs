@@ -43,6 +43,9 @@ impl RunReport {
         if let Some(e) = &signals.sampler_error {
             notes.push(format!("no samples: {e}"));
         }
+        if let Some(e) = &signals.counters_error {
+            notes.push(format!("no hardware counters: {e}"));
+        }
         if signals.numa_balancing != Some(1) {
             notes.push(
                 "kernel.numa_balancing is not 1: only first-touch page faults were sampled, so \
@@ -308,6 +311,7 @@ mod tests {
                 numa_balancing: Some(1),
                 estimated: vec!["cycles".into(), "DRAM traffic".into()],
                 missing: vec!["instructions".into(), "LLC misses".into()],
+                counters_error: None,
             },
             stats: LiveStats {
                 samples: 1234,

@@ -23,8 +23,9 @@ const ESTIMATED: [(CounterGroup, &str); 3] = [
     (CounterGroup::Cycles, "cycles: CPU time x nominal clock"),
 ];
 
-/// What the live backend does not measure at all yet: no hardware counters are read
-/// (capability thread-counters), nor interconnect counters.
+/// What the live backend does not measure at all: instructions and LLC misses without hardware
+/// counters (capability thread-counters, and a policy that asks for them), interconnect
+/// traffic always (no uncore link events are read).
 const MISSING: [(CounterGroup, &str); 3] = [
     (CounterGroup::Instructions, "instructions"),
     (CounterGroup::LlcMisses, "LLC misses"),
@@ -83,6 +84,7 @@ impl<S: Sys> LinuxMachine<S> {
             let e = per_thread.entry((s.pid, s.tid)).or_insert((s.node, 0));
             e.1 += 1;
         }
+        let (hw, counted) = self.read_counters();
         let mut threads = Vec::new();
         let ticks_ns = 1e9 / 100.0; // USER_HZ is 100 on Linux
         for (pid, list) in threads_of {
@@ -98,13 +100,20 @@ impl<S: Sys> LinuxMachine<S> {
                     .and_then(|c| self.topology.node_of_cpu(c))
                     .unwrap_or(NodeId(0));
                 let accesses = per_thread.get(&(pid, t.tid)).map_or(0, |e| e.1);
+                // Counted where the process has hardware counters (a thread created after
+                // they opened counts with its creator, and reads 0 here); estimated from CPU
+                // time where it has none.
+                let hw_counts = counted
+                    .contains(&pid)
+                    .then(|| hw.get(&(pid, t.tid)).copied().unwrap_or_default());
                 threads.push(ThreadCounters {
                     pid,
                     tid: t.tid,
                     node,
-                    instructions: 0,
-                    cycles: (busy_ns * self.config.nominal_ghz) as u64,
-                    llc_misses: 0,
+                    instructions: hw_counts.map_or(0, |c| c.instructions),
+                    cycles: hw_counts
+                        .map_or((busy_ns * self.config.nominal_ghz) as u64, |c| c.cycles),
+                    llc_misses: hw_counts.map_or(0, |c| c.llc_misses),
                     dram_accesses: accesses,
                     dram_writes: 0,
                 });
@@ -115,21 +124,37 @@ impl<S: Sys> LinuxMachine<S> {
                 nodes[i].cycles += t.cycles;
             }
         }
-        self.signals.estimated = ESTIMATED.iter().map(|(_, how)| how.to_string()).collect();
-        self.signals.missing = MISSING.iter().map(|(_, what)| what.to_string()).collect();
+        // With every managed process counted by hardware, cycles, instructions and LLC misses
+        // are measured; otherwise they are estimated (cycles) or missing.
+        let all_counted =
+            !self.managed.is_empty() && self.managed.iter().all(|p| counted.contains(p));
+        let estimated: Vec<(CounterGroup, &str)> = ESTIMATED
+            .iter()
+            .filter(|(g, _)| !(all_counted && *g == CounterGroup::Cycles))
+            .copied()
+            .collect();
+        let missing: Vec<(CounterGroup, &str)> = MISSING
+            .iter()
+            .filter(|(g, _)| {
+                !(all_counted && matches!(g, CounterGroup::Instructions | CounterGroup::LlcMisses))
+            })
+            .copied()
+            .collect();
+        self.signals.estimated = estimated.iter().map(|(_, how)| how.to_string()).collect();
+        self.signals.missing = missing.iter().map(|(_, what)| what.to_string()).collect();
         Counters {
             duration_ns,
             nodes,
             threads,
             links: Vec::new(),
-            estimated: ESTIMATED
+            estimated: estimated
                 .iter()
                 .map(|&(group, how)| Estimate {
                     group,
                     how: how.to_string(),
                 })
                 .collect(),
-            missing: MISSING.iter().map(|&(group, _)| group).collect(),
+            missing: missing.iter().map(|&(group, _)| group).collect(),
         }
     }
 

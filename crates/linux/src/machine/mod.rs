@@ -18,6 +18,7 @@
 
 mod counters;
 mod home;
+mod hwcounters;
 mod process;
 mod sampler;
 mod select;
@@ -75,6 +76,9 @@ pub struct Signals {
     /// Counters not measured at all (they read 0 in observations).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// Why hardware counters could not be opened, when the policy asked for them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters_error: Option<String>,
 }
 
 /// Live backend settings.
@@ -126,6 +130,8 @@ pub struct LinuxMachine<S: Sys> {
     launches: bool,
     /// What this machine can observe and do, probed the first time the engine asks.
     probe: Option<Probe>,
+    /// Hardware counters of the managed processes, when the policy asks for them.
+    hw: Option<hwcounters::HwCounters>,
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: HashMap<(Pid, u64), NodeId>,
@@ -150,6 +156,20 @@ fn sys_err(what: &str) -> impl Fn(Errno) -> LiveError + '_ {
 }
 
 impl<S: Sys> LinuxMachine<S> {
+    /// What the machine can observe and do, probed the first time it is needed.
+    fn probe(&mut self) -> &Probe {
+        let probe = match self.probe.take() {
+            Some(p) => p,
+            None => Probe::run(
+                &mut self.sys,
+                &self.sysfs,
+                self.signals.numa_balancing,
+                self.launches,
+            ),
+        };
+        self.probe.insert(probe)
+    }
+
     fn new(sys: S, topology: Topology, config: LiveConfig, launches: bool) -> Self {
         let proc = ProcRoot::new(config.proc_root.clone());
         let sysfs = SysfsRoot::new(config.sysfs_root.clone());
@@ -161,6 +181,7 @@ impl<S: Sys> LinuxMachine<S> {
             sysfs,
             launches,
             probe: None,
+            hw: None,
             config,
             topology,
             roots: Vec::new(),
@@ -275,18 +296,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
     }
 
     fn capabilities(&mut self) -> Capabilities {
-        let probe = match self.probe.take() {
-            Some(p) => p,
-            None => Probe::run(
-                &mut self.sys,
-                &self.sysfs,
-                self.signals.numa_balancing,
-                self.launches,
-            ),
-        };
-        let capabilities = probe.capabilities();
-        self.probe = Some(probe);
-        capabilities
+        self.probe().capabilities()
     }
 
     fn processes(&self) -> Vec<ProcessInfo> {
@@ -306,6 +316,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.check_exit();
         self.refresh_managed();
         self.attach_sampler();
+        self.attach_counters();
         self.refresh_thp();
         let tail = self.collect_samples();
         self.stats.samples += tail.len() as u64;
@@ -427,6 +438,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.sampling = *request;
         if self.launch.is_none() {
             self.attach_sampler();
+            self.attach_counters();
         }
     }
 

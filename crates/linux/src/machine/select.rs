@@ -99,6 +99,7 @@ impl<S: Sys> LinuxMachine<S> {
         self.start = Instant::now();
         self.epoch_start = self.start;
         self.attach_sampler();
+        self.attach_counters();
         Ok(substituted)
     }
 }

@@ -819,3 +819,143 @@ fn a_policy_needing_counters_is_refused_on_a_machine_without_a_pmu_before_anythi
     assert_eq!(calls, vec!["perf_open"]);
     assert!(m.launched().is_none());
 }
+
+/// The fake kernel knowing memhog's four threads.
+fn memhog_threads(sys: FakeSys) -> FakeSys {
+    [4242, 4243, 4244, 4246]
+        .into_iter()
+        .fold(sys, |sys, tid| sys.with_process(tid, &[]))
+}
+
+fn counting() -> SamplingRequest {
+    SamplingRequest {
+        counters: true,
+        ..SamplingRequest::NONE
+    }
+}
+
+/// The counters opened so far: (pid, attr config, cpu, inherit, exclude_kernel) per call.
+fn counter_opens(sys: &FakeSys) -> Vec<(i32, u64, i32, bool, bool)> {
+    sys.calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::PerfOpen { attr, pid, cpu } if attr.kind == 0 && attr.sample_period == 0 => {
+                Some((pid.0, attr.config, *cpu, attr.inherit, attr.exclude_kernel))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn reading(value: u64, enabled_ns: u64, running_ns: u64) -> crate::sys::PerfReading {
+    crate::sys::PerfReading {
+        value,
+        enabled_ns,
+        running_ns,
+    }
+}
+
+#[test]
+fn hardware_counters_open_on_every_thread_inherited_and_read_per_epoch() {
+    let (_dir, proc_root, mut m) = on_proc_copy(memhog_threads(FakeSys::new()), vec![MEMHOG]);
+    m.set_sampling(&counting());
+    // The probe's instructions counter on rondpoint itself, then instructions, cycles and LLC
+    // misses on each of memhog's three threads (its task 4246 has no stat: gone), user space
+    // only, inherited, on every CPU.
+    let opens = counter_opens(m.sys());
+    assert_eq!(opens[0], (0, 1, -1, false, true), "the probe");
+    let mut expected = Vec::new();
+    for tid in [4242, 4243, 4244] {
+        for config in [1, 0, 3] {
+            expected.push((tid, config, -1, true, true));
+        }
+    }
+    assert_eq!(opens[1..], expected);
+    // Fds 101.. in that order: thread 4242's instructions are fd 101, cycles 102, misses 103.
+    m.sys.counters.insert(101, reading(1_000_000, 100, 100));
+    m.sys.counters.insert(102, reading(2_000_000, 100, 100));
+    m.sys.counters.insert(103, reading(5_000, 100, 100));
+    // Thread 4243's instructions were multiplexed: counted half the time, so doubled.
+    m.sys.counters.insert(104, reading(300, 100, 50));
+    let obs = m.observe(0).unwrap();
+    let t = |tid: i32| {
+        obs.counters
+            .threads
+            .iter()
+            .find(|t| t.tid == Tid(tid))
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        (t(4242).instructions, t(4242).cycles, t(4242).llc_misses),
+        (1_000_000, 2_000_000, 5_000)
+    );
+    assert_eq!(t(4243).instructions, 600);
+    assert!(
+        !obs.counters
+            .is_missing(rondpoint_model::CounterGroup::Instructions)
+    );
+    assert!(
+        !obs.counters
+            .is_missing(rondpoint_model::CounterGroup::LlcMisses)
+    );
+    assert!(
+        !obs.counters
+            .is_estimated(rondpoint_model::CounterGroup::Cycles)
+    );
+    // The next epoch counts what came since. Thread 4244 exits: its counters keep their
+    // final count (nothing new), and they stay open while the process is managed.
+    m.sys.counters.insert(101, reading(1_500_000, 200, 200));
+    std::fs::remove_dir_all(proc_root.join("4242/task/4244")).unwrap();
+    let obs = m.observe(0).unwrap();
+    let main = obs
+        .counters
+        .threads
+        .iter()
+        .find(|t| t.tid == Tid(4242))
+        .unwrap();
+    assert_eq!(main.instructions, 500_000);
+    assert!(obs.counters.threads.iter().all(|t| t.tid != Tid(4244)));
+    assert_eq!(
+        m.sys().calls_named("perf_close").len(),
+        1,
+        "the probe's only"
+    );
+    // Once the process is gone, its counters close.
+    std::fs::remove_dir_all(proc_root.join("4242")).unwrap();
+    let _ = m.observe(0).unwrap();
+    assert_eq!(
+        m.sys().calls_named("perf_close").len(),
+        9 + 1,
+        "9 and the probe's"
+    );
+}
+
+#[test]
+fn without_hardware_counters_the_counts_are_missing_and_the_reason_kept() {
+    // No PMU: the probe fails, nothing is opened, the counts are missing.
+    let mut sys = FakeSys::new();
+    sys.fail_next.push_back(("perf_open", Errno::ENOENT));
+    let (_dir, _proc_root, mut m) = on_proc_copy(memhog_threads(sys), vec![MEMHOG]);
+    m.set_sampling(&counting());
+    assert_eq!(counter_opens(m.sys()).len(), 1, "the probe only");
+    let obs = m.observe(0).unwrap();
+    assert!(
+        obs.counters
+            .is_missing(rondpoint_model::CounterGroup::Instructions)
+    );
+    assert!(
+        obs.counters
+            .is_estimated(rondpoint_model::CounterGroup::Cycles)
+    );
+    // Counters refused for the process (rights): the reason is kept for the report.
+    let (_dir, _proc_root, mut m) = on_proc_copy(memhog_threads(FakeSys::new()), vec![MEMHOG]);
+    let _ = m.capabilities();
+    m.sys.fail_next.push_back(("perf_open", Errno::EACCES));
+    m.set_sampling(&counting());
+    let why = m.signals().counters_error.clone().unwrap_or_default();
+    assert!(
+        why.contains("EACCES") && why.contains("CAP_PERFMON"),
+        "{why}"
+    );
+}

@@ -2,7 +2,7 @@
 //! from a scripted page placement, scripted per-page and per-call errors, and queued exits and
 //! ring-buffer bytes.
 
-use super::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, Sys};
+use super::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, PerfReading, Sys};
 use rondpoint_model::{CpuId, Pid, Tid};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
@@ -47,7 +47,7 @@ pub enum Call {
         pid: Pid,
         cpu: i32,
     },
-    PerfReadCount {
+    PerfRead {
         fd: PerfFd,
     },
     PerfDrain {
@@ -70,7 +70,7 @@ impl Call {
             Call::TryWait { .. } => "try_wait",
             Call::Kill { .. } => "kill",
             Call::PerfOpen { .. } => "perf_open",
-            Call::PerfReadCount { .. } => "perf_read_count",
+            Call::PerfRead { .. } => "perf_read",
             Call::PerfDrain { .. } => "perf_drain",
             Call::PerfClose { .. } => "perf_close",
         }
@@ -96,8 +96,8 @@ pub struct FakeSys {
     pub exits: HashMap<i32, VecDeque<ExitStatus>>,
     /// Bytes the next drain of each ring returns.
     pub ring_bytes: HashMap<i32, Vec<u8>>,
-    /// Counter values per fd.
-    pub counters: HashMap<i32, u64>,
+    /// What each counter reads now, per fd (tests move them between epochs).
+    pub counters: HashMap<i32, PerfReading>,
     next_pid: i32,
     next_fd: i32,
 }
@@ -267,9 +267,9 @@ impl Sys for FakeSys {
         Ok(PerfFd(fd))
     }
 
-    fn perf_read_count(&mut self, fd: PerfFd) -> Result<u64, Errno> {
-        self.check(Call::PerfReadCount { fd })?;
-        Ok(self.counters.get(&fd.0).copied().unwrap_or(0))
+    fn perf_read(&mut self, fd: PerfFd) -> Result<PerfReading, Errno> {
+        self.check(Call::PerfRead { fd })?;
+        Ok(self.counters.get(&fd.0).copied().unwrap_or_default())
     }
 
     fn perf_drain(&mut self, fd: PerfFd, out: &mut Vec<u8>) -> Result<(), Errno> {

@@ -145,6 +145,34 @@ pub struct PerfAttr {
     pub ring_pages: usize,
 }
 
+/// A counter as read: its value, and the nanoseconds it was enabled and actually counting
+/// (less when the kernel multiplexed it with other events on the PMU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerfReading {
+    pub value: u64,
+    pub enabled_ns: u64,
+    pub running_ns: u64,
+}
+
+impl PerfReading {
+    /// The count between `earlier` and this reading, scaled up by the share of that time the
+    /// counter was not running (perf's own estimate for a multiplexed counter); 0 when it
+    /// never ran.
+    pub fn scaled_since(&self, earlier: &PerfReading) -> u64 {
+        let value = self.value.saturating_sub(earlier.value);
+        let enabled = self.enabled_ns.saturating_sub(earlier.enabled_ns);
+        let running = self.running_ns.saturating_sub(earlier.running_ns);
+        if running == 0 {
+            return 0;
+        }
+        if running >= enabled {
+            return value;
+        }
+        let scaled = u128::from(value) * u128::from(enabled) / u128::from(running);
+        u64::try_from(scaled).unwrap_or(u64::MAX)
+    }
+}
+
 /// An open perf event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PerfFd(pub i32);
@@ -209,8 +237,10 @@ pub trait Sys {
     /// to map the ring of an inherited event that follows the task across CPUs (perf_mmap).
     fn perf_open(&mut self, attr: &PerfAttr, pid: Pid, cpu: i32) -> Result<PerfFd, Errno>;
 
-    /// Reads a counter's value.
-    fn perf_read_count(&mut self, fd: PerfFd) -> Result<u64, Errno>;
+    /// Reads a counter: its value and how long it was enabled and running (every event is
+    /// opened with PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING, so that a
+    /// counter the kernel multiplexed can be scaled).
+    fn perf_read(&mut self, fd: PerfFd) -> Result<PerfReading, Errno>;
 
     /// Appends the ring buffer's new bytes to `out` and frees them in the ring.
     fn perf_drain(&mut self, fd: PerfFd, out: &mut Vec<u8>) -> Result<(), Errno>;
@@ -236,6 +266,22 @@ mod tests {
         assert_eq!(m.maxnode(), 129);
         assert_eq!(m.nodes(), vec![0, 3, 65]);
         assert_eq!(NodeMask::of([]).maxnode(), 1);
+    }
+
+    #[test]
+    fn multiplexed_counts_are_scaled_by_the_time_they_ran() {
+        let r = |value, enabled_ns, running_ns| PerfReading {
+            value,
+            enabled_ns,
+            running_ns,
+        };
+        assert_eq!(r(1_300, 200, 200).scaled_since(&r(300, 100, 100)), 1_000);
+        // Ran a quarter of the epoch: four times what it counted.
+        assert_eq!(r(400, 200, 125).scaled_since(&r(300, 100, 100)), 400);
+        // Never ran: nothing known, nothing claimed.
+        assert_eq!(r(300, 200, 100).scaled_since(&r(300, 100, 100)), 0);
+        // A counter that went backwards (a reset) does not wrap.
+        assert_eq!(r(10, 200, 200).scaled_since(&r(300, 100, 100)), 0);
     }
 
     #[test]

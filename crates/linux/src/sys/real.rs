@@ -1,7 +1,7 @@
 //! The real system calls. This file holds all of rondpoint's `unsafe` code; every block says
 //! why it is sound. Functions only translate arguments and errno; they decide nothing.
 
-use super::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, Sys};
+use super::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, PerfReading, Sys};
 use perf_event_open_sys as perf;
 use rondpoint_model::{CpuId, Pid, Tid};
 use std::collections::HashMap;
@@ -258,6 +258,12 @@ impl Sys for RealSys {
         };
         a.__bindgen_anon_1.sample_period = attr.sample_period;
         a.__bindgen_anon_3.config1 = attr.config1;
+        // Counters are read with their enabled and running times, to scale them when the
+        // kernel multiplexes them (ignored by sampling events, which are never read()).
+        a.read_format = u64::from(
+            perf::bindings::PERF_FORMAT_TOTAL_TIME_ENABLED
+                | perf::bindings::PERF_FORMAT_TOTAL_TIME_RUNNING,
+        );
         a.set_disabled(1);
         a.set_inherit(u64::from(attr.inherit));
         a.set_exclude_kernel(u64::from(attr.exclude_kernel));
@@ -318,12 +324,17 @@ impl Sys for RealSys {
         Ok(PerfFd(fd))
     }
 
-    fn perf_read_count(&mut self, fd: PerfFd) -> Result<u64, Errno> {
-        let mut value: u64 = 0;
-        // SAFETY: reading 8 bytes into a u64 that lives across the call.
-        let r = unsafe { libc::read(fd.0, (&mut value as *mut u64).cast::<libc::c_void>(), 8) };
-        if r == 8 {
-            Ok(value)
+    fn perf_read(&mut self, fd: PerfFd) -> Result<PerfReading, Errno> {
+        // value, time_enabled, time_running: the read_format every event is opened with.
+        let mut words = [0u64; 3];
+        // SAFETY: reading at most 24 bytes into a [u64; 3] that lives across the call.
+        let r = unsafe { libc::read(fd.0, words.as_mut_ptr().cast::<libc::c_void>(), 24) };
+        if r == 24 {
+            Ok(PerfReading {
+                value: words[0],
+                enabled_ns: words[1],
+                running_ns: words[2],
+            })
         } else if r < 0 {
             Err(errno())
         } else {
@@ -544,6 +555,34 @@ mod tests {
         sys.perf_drain(fd, &mut bytes).unwrap();
         sys.perf_close(fd);
         assert!(bytes.len() >= 8 * 16, "{} bytes of records", bytes.len());
+    }
+
+    #[test]
+    fn counters_read_with_their_enabled_and_running_times() {
+        // A software counter (page faults) reads like a hardware one, without a PMU.
+        let mut sys = RealSys::new();
+        let attr = PerfAttr {
+            kind: perf::bindings::PERF_TYPE_SOFTWARE,
+            config: u64::from(perf::bindings::PERF_COUNT_SW_PAGE_FAULTS),
+            inherit: true,
+            ..PerfAttr::default()
+        };
+        let fd = match sys.perf_open(&attr, Pid(0), -1) {
+            Ok(fd) => fd,
+            Err(e) if e == Errno::EACCES || e == Errno::EPERM => return,
+            Err(e) => panic!("{e}"),
+        };
+        let before = sys.perf_read(fd).unwrap();
+        let v: Vec<u8> = vec![1; 64 * 4096]; // touch 64 fresh pages
+        assert_eq!(v.iter().map(|&b| u64::from(b)).sum::<u64>(), 64 * 4096);
+        let after = sys.perf_read(fd).unwrap();
+        sys.perf_close(fd);
+        assert!(after.value >= before.value + 32, "{before:?} {after:?}");
+        assert!(
+            after.enabled_ns > 0 && after.running_ns <= after.enabled_ns,
+            "{after:?}"
+        );
+        assert!(after.scaled_since(&before) >= 32);
     }
 
     #[test]
