@@ -407,6 +407,9 @@ impl<S: Sys> LinuxMachine<S> {
                 MemPolicyMode::WeightedInterleave,
                 weights.iter().map(|w| w.0).collect(),
             )),
+            // No Linux equivalent: this machine does not offer OverflowPlacement, so no policy
+            // that passed the capability check asks for it; first touch is its local part.
+            MemPolicy::Overflow { .. } => None,
         });
         let policy = mempolicy.map(|(m, nodes)| (m, NodeMask::of(nodes.iter().map(|n| n.0))));
         let program = argv
