@@ -490,6 +490,16 @@ fn hinting_faults_follow_the_scan_rate() {
     assert!(b.mapping_policies > 0);
 }
 
+/// One single-threaded application on `small()` that first-touches `size_mib` from node 0.
+fn one_app(size_mib: f64) -> SimMachine {
+    SimMachine::new(
+        small(),
+        &scenario(1, size_mib, "\"main\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap()
+}
+
 /// The overflow policy of node 0 on `small()`: tiers {1, 2} (distance 16), then {3} (22).
 fn overflow_policy(spread: rondpoint_model::OverflowSpread) -> MemPolicy {
     MemPolicy::Overflow {
@@ -507,12 +517,7 @@ fn overflow_policy_spreads_the_spill_over_the_nearest_tier_first() {
     let cap = (1073741824.0 * 0.97 / 4096.0) as u64;
     // 1.5 GiB touched from node 0: node 0 fills, the rest is interleaved over nodes 1 and 2
     // (first touch would put it all on node 1).
-    let mut m = SimMachine::new(
-        small(),
-        &scenario(1, 1536.0, "\"main\"", ""),
-        SimConfig::default(),
-    )
-    .unwrap();
+    let mut m = one_app(1536.0);
     start(&mut m, overflow_policy(OverflowSpread::Interleave));
     let p = m.pages_per_node();
     assert!(
@@ -520,12 +525,7 @@ fn overflow_policy_spreads_the_spill_over_the_nearest_tier_first() {
         "{p:?}"
     );
     // 3 GiB: nodes 1 and 2 fill before any page goes to node 3.
-    let mut m = SimMachine::new(
-        small(),
-        &scenario(1, 3072.0, "\"main\"", ""),
-        SimConfig::default(),
-    )
-    .unwrap();
+    let mut m = one_app(3072.0);
     start(&mut m, overflow_policy(OverflowSpread::FewestAllocated));
     let p = m.pages_per_node();
     assert!(p[1] > cap - 2 && p[2] > cap - 2 && p[3] > 0, "{p:?}");
@@ -534,12 +534,7 @@ fn overflow_policy_spreads_the_spill_over_the_nearest_tier_first() {
 
 #[test]
 fn move_node_pages_moves_the_latest_pages_off_a_node_and_pays_for_it() {
-    let mut m = SimMachine::new(
-        small(),
-        &scenario(1, 1536.0, "\"main\"", ""),
-        SimConfig::default(),
-    )
-    .unwrap();
+    let mut m = one_app(1536.0);
     start(&mut m, MemPolicy::Default);
     let before = m.pages_per_node();
     let overhead = m.totals().overhead_ns;
@@ -580,38 +575,19 @@ fn move_node_pages_moves_the_latest_pages_off_a_node_and_pays_for_it() {
     assert_eq!(m.pages_per_node(), before);
     // More than the targets can take: the rest fails ENOMEM. Fewer on the node than asked:
     // all of them, and a note. Bad nodes fail; an unknown process is skipped.
+    let mv = |pid: i32, from: u16, dst: u16, pages: u64| Action::MoveNodePages {
+        pid: Pid(pid),
+        from: NodeId(from),
+        to: to(&[dst]),
+        pages,
+    };
     let out = m
         .apply(&[
-            Action::MoveNodePages {
-                pid: Pid(1000),
-                from: NodeId(0),
-                to: to(&[1]),
-                pages: before[0],
-            },
-            Action::MoveNodePages {
-                pid: Pid(1000),
-                from: NodeId(1),
-                to: to(&[3]),
-                pages: 1 << 30,
-            },
-            Action::MoveNodePages {
-                pid: Pid(1000),
-                from: NodeId(1),
-                to: to(&[1]),
-                pages: 1,
-            },
-            Action::MoveNodePages {
-                pid: Pid(1000),
-                from: NodeId(9),
-                to: to(&[1]),
-                pages: 1,
-            },
-            Action::MoveNodePages {
-                pid: Pid(42),
-                from: NodeId(1),
-                to: to(&[2]),
-                pages: 1,
-            },
+            mv(1000, 0, 1, before[0]),
+            mv(1000, 1, 3, 1 << 30),
+            mv(1000, 1, 1, 1),
+            mv(1000, 9, 1, 1),
+            mv(42, 1, 2, 1),
         ])
         .unwrap();
     assert_eq!(out[0].status, OutcomeStatus::Partial);
@@ -634,12 +610,7 @@ fn move_node_pages_moves_the_latest_pages_off_a_node_and_pays_for_it() {
 #[test]
 fn hinting_scans_cover_overflow_policies_but_not_explicit_ones() {
     let faults = |policy: MemPolicy| {
-        let mut m = SimMachine::new(
-            small(),
-            &scenario(1, 64.0, "\"main\"", ""),
-            SimConfig::default(),
-        )
-        .unwrap();
+        let mut m = one_app(64.0);
         m.set_sampling(&SamplingRequest {
             hinting: Some(HintingScan {
                 scan_bytes: 64 << 20,

@@ -213,25 +213,11 @@ impl Traffic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::remote::tests::process;
     use rondpoint_model::synthetic::TopologyBuilder;
-    use rondpoint_model::{Counters, CpuId, NodeCounters, NodeMemory, ThreadInfo, Tid};
+    use rondpoint_model::{Counters, NodeCounters, NodeMemory};
 
     const GIB: u64 = 1 << 30;
-
-    fn process(pid: i32, home: u16, resident: Vec<u64>) -> ProcessInfo {
-        ProcessInfo {
-            pid: Pid(pid),
-            comm: "app".into(),
-            threads: vec![ThreadInfo {
-                tid: Tid(pid),
-                cpu: CpuId(0),
-                node: NodeId(home),
-                allowed_cpus: Vec::new(),
-            }],
-            resident_bytes_by_node: resident,
-            mapping_policies: Vec::new(),
-        }
-    }
 
     /// Mix-1 under first touch: mg (node 0) overflows onto node 1 next to mcf; node 1 serves
     /// 60 local and 40 remote (from node 0) accesses, node 2 (fotonik3d) 90, node 3 (cam4) 30.

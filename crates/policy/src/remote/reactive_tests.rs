@@ -1,31 +1,15 @@
 use super::*;
+use crate::remote::tests::process;
 use crate::remote::tiers::{Grouping, all_tiers};
 use proptest::prelude::*;
+use rondpoint_model::NodeMemory;
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{CpuId, NodeMemory, ThreadInfo, Tid};
 
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
 
 fn topo(n: usize) -> Topology {
     TopologyBuilder::new(n).build().unwrap()
-}
-
-fn process(pid: i32, home: u16, resident: Vec<u64>) -> ProcessInfo {
-    ProcessInfo {
-        pid: Pid(pid),
-        comm: "app".into(),
-        threads: (0..4)
-            .map(|i| ThreadInfo {
-                tid: Tid(pid * 10 + i),
-                cpu: CpuId(0),
-                node: NodeId(home),
-                allowed_cpus: Vec::new(),
-            })
-            .collect(),
-        resident_bytes_by_node: resident,
-        mapping_policies: Vec::new(),
-    }
 }
 
 /// Nodes of `total` bytes, `used` of each in use; the processes given.
@@ -91,15 +75,31 @@ fn mix1() -> Observation {
     )
 }
 
+/// A 4-node machine, its tiers, and a fresh planner.
+fn setup() -> (Topology, Vec<NodeTiers>, Reactive) {
+    let t = topo(4);
+    let tiers = all_tiers(&t, Grouping::Distance);
+    (t, tiers, Reactive::default())
+}
+
+/// Bytes the actions move.
+fn moved(actions: &[Action]) -> u64 {
+    actions
+        .iter()
+        .map(|x| match x {
+            Action::MoveNodePages { pages, .. } => pages * PAGE,
+            _ => 0,
+        })
+        .sum()
+}
+
 fn resident(o: &Observation) -> Vec<u64> {
     o.processes[0].resident_bytes_by_node.clone()
 }
 
 #[test]
 fn hybrid_spreads_the_fallback_node_overflow_evenly_within_the_budget() {
-    let t = topo(4);
-    let tiers = all_tiers(&t, Grouping::Distance);
-    let mut r = Reactive::default();
+    let (t, tiers, mut r) = setup();
     let mut o = mix1();
     let limits = Limits {
         max_move_bytes: GIB,
@@ -111,14 +111,7 @@ fn hybrid_spreads_the_fallback_node_overflow_evenly_within_the_budget() {
         if a.is_empty() {
             break;
         }
-        let moved: u64 = a
-            .iter()
-            .map(|x| match x {
-                Action::MoveNodePages { pages, .. } => pages * PAGE,
-                _ => 0,
-            })
-            .sum();
-        assert!(moved <= GIB);
+        assert!(moved(&a) <= GIB);
         apply(&mut o, &a);
         epochs += 1;
     }
@@ -133,9 +126,7 @@ fn hybrid_spreads_the_fallback_node_overflow_evenly_within_the_budget() {
 
 #[test]
 fn usage_aware_fills_the_least_used_node_to_the_others_level_first() {
-    let t = topo(4);
-    let tiers = all_tiers(&t, Grouping::Distance);
-    let mut r = Reactive::default();
+    let (t, tiers, mut r) = setup();
     // Overflow spread evenly (as hybrid left it): usage-aware wants it on node 1, the least
     // used without it (9.5 GiB against 13.5), until node 1 is as used as the others.
     let mg = process(1, 0, vec![16 * GIB, 3 * GIB / 2, 3 * GIB / 2, 3 * GIB / 2]);
@@ -157,9 +148,7 @@ fn usage_aware_fills_the_least_used_node_to_the_others_level_first() {
 
 #[test]
 fn a_settled_process_is_planned_again_only_when_its_overflow_grows() {
-    let t = topo(4);
-    let tiers = all_tiers(&t, Grouping::Distance);
-    let mut r = Reactive::default();
+    let (t, tiers, mut r) = setup();
     let mut o = mix1();
     let a = r.plan(&t, &o, OverflowSpread::Interleave, &tiers, UNLIMITED);
     apply(&mut o, &a);
@@ -186,9 +175,7 @@ fn a_settled_process_is_planned_again_only_when_its_overflow_grows() {
 
 #[test]
 fn moves_the_machine_does_not_carry_out_stop_after_three_epochs() {
-    let t = topo(4);
-    let tiers = all_tiers(&t, Grouping::Distance);
-    let mut r = Reactive::default();
+    let (t, tiers, mut r) = setup();
     let o = mix1();
     let planned: Vec<bool> = (0..5)
         .map(|_| {
@@ -202,9 +189,7 @@ fn moves_the_machine_does_not_carry_out_stop_after_three_epochs() {
 
 #[test]
 fn processes_without_threads_or_overflow_are_left_alone() {
-    let t = topo(4);
-    let tiers = all_tiers(&t, Grouping::Distance);
-    let mut r = Reactive::default();
+    let (t, tiers, mut r) = setup();
     let mut gone = process(2, 0, vec![GIB, GIB, 0, 0]);
     gone.threads.clear();
     let local = process(3, 2, vec![0, 0, GIB, 0]);
@@ -235,8 +220,7 @@ proptest! {
         fill in proptest::collection::vec(0u64..=16, 16),
         budget_gib in 1u64..8,
     ) {
-        let t = topo(4);
-        let tiers = all_tiers(&t, Grouping::Distance);
+        let (t, tiers, mut r) = setup();
         let total = 64 * GIB;
         let mut used = [0u64; 4];
         let processes: Vec<ProcessInfo> = homes
@@ -252,14 +236,9 @@ proptest! {
             .collect();
         let mut o = observation(total, &used, processes);
         let before = o.clone();
-        let mut r = Reactive::default();
         let limits = Limits { max_move_bytes: budget_gib * GIB, min_move_bytes: 64 * MIB };
         let a = r.plan(&t, &o, spread, &tiers, limits);
-        let moved: u64 = a.iter().map(|x| match x {
-            Action::MoveNodePages { pages, .. } => pages * PAGE,
-            _ => 0,
-        }).sum();
-        prop_assert!(moved <= budget_gib * GIB);
+        prop_assert!(moved(&a) <= budget_gib * GIB);
         for x in &a {
             let Action::MoveNodePages { pid, from, to, .. } = x else { unreachable!() };
             let p = before.processes.iter().find(|p| p.pid == *pid).unwrap();

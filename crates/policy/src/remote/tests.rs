@@ -8,7 +8,8 @@ fn topo() -> Topology {
     TopologyBuilder::new(4).build().unwrap()
 }
 
-fn process(pid: i32, home: u16, resident: Vec<u64>) -> ProcessInfo {
+/// A process with one thread on node `home` and `resident` bytes per node.
+pub(super) fn process(pid: i32, home: u16, resident: Vec<u64>) -> ProcessInfo {
     ProcessInfo {
         pid: Pid(pid),
         comm: "app".into(),
