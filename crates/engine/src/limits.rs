@@ -1,6 +1,6 @@
 //! Rate limits on what a policy may do per epoch.
 
-use rondpoint_model::Action;
+use rondpoint_model::{Action, PageSize};
 
 /// Per-epoch caps. Actions are admitted in the order the policy gave them until a cap would be
 /// exceeded; the rest are refused (and reported as skipped).
@@ -12,13 +12,17 @@ pub struct RateLimits {
     pub max_bytes_per_epoch: Option<u64>,
 }
 
-/// Pages an action touches (0 for actions that move no memory).
+/// Pages an action touches (0 for actions that move no memory; a node page move counts the
+/// 4 KiB pages it asks for).
 pub fn pages_of(a: &Action) -> u64 {
     match a {
         Action::MigratePages { range, .. }
         | Action::Interleave { range, .. }
         | Action::Replicate { range, .. } => range.count,
-        _ => 0,
+        Action::MoveNodePages { pages, .. } => *pages,
+        Action::PinThread { .. } | Action::MoveApplication { .. } | Action::SetMemPolicy { .. } => {
+            0
+        }
     }
 }
 
@@ -27,7 +31,10 @@ fn bytes_of(a: &Action) -> u64 {
         Action::MigratePages { range, .. }
         | Action::Interleave { range, .. }
         | Action::Replicate { range, .. } => range.bytes(),
-        _ => 0,
+        Action::MoveNodePages { pages, .. } => pages.saturating_mul(PageSize::Base4K.bytes()),
+        Action::PinThread { .. } | Action::MoveApplication { .. } | Action::SetMemPolicy { .. } => {
+            0
+        }
     }
 }
 

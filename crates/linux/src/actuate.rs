@@ -203,6 +203,9 @@ pub fn apply(
             "Linux sets a memory policy only for the calling process; rondpoint sets one at \
              launch (rondpoint run --policy interleave), not on a running program",
         ),
+        Action::MoveNodePages { .. } => {
+            Outcome::failed(index, "not supported by the live backend yet")
+        }
     }
 }
 

@@ -99,7 +99,16 @@ impl Probe {
             .set(Capability::PinThreads, Support::Full)
             .set(Capability::MoveApplications, Support::Full)
             .set(Capability::MemPolicies, self.mem_policies())
-            .set(Capability::WeightedInterleave, self.weighted_interleave());
+            .set(Capability::WeightedInterleave, self.weighted_interleave())
+            .set(
+                Capability::OverflowPlacement,
+                Support::Missing(
+                    "Linux has no allocation policy that spreads a full node's overflow over \
+                     remote nodes: remote-placement policies move it afterwards (their reactive \
+                     mode)"
+                        .into(),
+                ),
+            );
         c
     }
 

@@ -18,7 +18,8 @@ pub struct LaunchPolicy {
 
 /// How `policy` is set at launch on a kernel whose weighted-interleave weights are
 /// `kernel_weights` (`None`: no weighted interleave, before Linux 6.9). `None` for the
-/// default policy, which needs no call.
+/// default policy, which needs no call; `MemPolicyMode::Default` (no call either) with a note
+/// for a policy Linux has no equivalent of.
 ///
 /// Weighted interleave takes its weights from /sys/kernel/mm/mempolicy/weighted_interleave,
 /// machine-wide; rondpoint does not change a machine-wide setting for one program. Weights
@@ -40,6 +41,17 @@ pub fn launch_policy(
         MemPolicy::Interleave { nodes } => plain(MemPolicyMode::Interleave, nodes),
         MemPolicy::PreferredMany { nodes } => plain(MemPolicyMode::PreferredMany, nodes),
         MemPolicy::WeightedInterleave { weights } => weighted(weights, kernel_weights),
+        // First touch with the kernel's own fallback: set nothing, and say so.
+        MemPolicy::Overflow { .. } => LaunchPolicy {
+            mode: MemPolicyMode::Default,
+            nodes: NodeMask::default(),
+            substituted: Some(
+                "first touch with the kernel's fallback order: Linux has no allocation policy \
+                 that spreads a full node's overflow (the policy's reactive mode moves it \
+                 afterwards)"
+                    .into(),
+            ),
+        },
     })
 }
 
@@ -103,6 +115,20 @@ mod tests {
         MemPolicy::WeightedInterleave {
             weights: w.iter().map(|&(n, w)| (NodeId(n), w)).collect(),
         }
+    }
+
+    #[test]
+    fn an_overflow_policy_is_first_touch_and_says_so() {
+        let p = launch_policy(
+            &MemPolicy::Overflow {
+                spread: rondpoint_model::overflow::OverflowSpread::Interleave,
+                tiers: Vec::new(),
+            },
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.mode, MemPolicyMode::Default);
+        assert!(p.substituted.unwrap().contains("no allocation policy"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use crate::ids::{CpuId, NodeId, Pid, Tid};
 use crate::observation::PolicyMode;
+use crate::overflow::{NodeTiers, OverflowSpread};
 use crate::page::PageRange;
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +26,16 @@ pub enum MemPolicy {
     WeightedInterleave {
         weights: Vec<(NodeId, u8)>,
     },
+    /// First touch on the local node; once it is full, the overflow spread over the local
+    /// node's remote tiers, nearest tier first, as `spread` says ([Choe21 §3], tiers §7; the
+    /// rule is [`crate::overflow::overflow_node`]). Not a Linux policy: an in-kernel allocation
+    /// policy, which only a machine with [`crate::Capability::OverflowPlacement`] applies. A
+    /// page touched from a node `tiers` does not list, or whose tiers are all full, falls back
+    /// as under the default policy.
+    Overflow {
+        spread: OverflowSpread,
+        tiers: Vec<NodeTiers>,
+    },
 }
 
 impl MemPolicy {
@@ -37,13 +48,24 @@ impl MemPolicy {
             | MemPolicy::Interleave { nodes }
             | MemPolicy::PreferredMany { nodes } => nodes.clone(),
             MemPolicy::WeightedInterleave { weights } => weights.iter().map(|w| w.0).collect(),
+            MemPolicy::Overflow { tiers, .. } => {
+                let mut v: Vec<NodeId> = tiers
+                    .iter()
+                    .flat_map(|t| std::iter::once(t.local).chain(t.tiers.iter().flatten().copied()))
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
         }
     }
 
-    /// The mode as a kernel lists it in numa_maps (`None` for the default policy).
+    /// The mode as a kernel lists it in numa_maps (`None` for the default policy, and for the
+    /// overflow policy, which changes the default policy's fallback and sets no mode of its
+    /// own: NUMA balancing still scans and moves its pages, as it did in [Choe21 §5]'s runs).
     pub fn mode(&self) -> Option<PolicyMode> {
         Some(match self {
-            MemPolicy::Default => return None,
+            MemPolicy::Default | MemPolicy::Overflow { .. } => return None,
             MemPolicy::Bind { .. } => PolicyMode::Bind,
             MemPolicy::Interleave { .. } => PolicyMode::Interleave,
             MemPolicy::PreferredMany { .. } => PolicyMode::PreferMany,
@@ -82,6 +104,17 @@ pub enum Action {
     },
     /// Set the allocation policy a process's future allocations follow.
     SetMemPolicy { pid: Pid, policy: MemPolicy },
+    /// Move up to `pages` (in 4 KiB units: a 2 MiB page counts 512) of the process's pages that
+    /// are on node `from`, round-robin over `to` (a node without room is passed over). The
+    /// backend chooses which pages (the simulator takes the most recently allocated first), so
+    /// a policy that knows where a process's memory is (resident bytes per node) but not its
+    /// addresses can still move it.
+    MoveNodePages {
+        pid: Pid,
+        from: NodeId,
+        to: NodeList,
+        pages: u64,
+    },
 }
 
 impl Action {
@@ -93,7 +126,8 @@ impl Action {
             | Action::Replicate { range, .. } => range.pid,
             Action::PinThread { pid, .. }
             | Action::MoveApplication { pid, .. }
-            | Action::SetMemPolicy { pid, .. } => *pid,
+            | Action::SetMemPolicy { pid, .. }
+            | Action::MoveNodePages { pid, .. } => *pid,
         }
     }
 
@@ -106,6 +140,7 @@ impl Action {
             Action::PinThread { .. } => "pin-thread",
             Action::MoveApplication { .. } => "move-application",
             Action::SetMemPolicy { .. } => "set-mempolicy",
+            Action::MoveNodePages { .. } => "move-node-pages",
         }
     }
 }
@@ -261,6 +296,38 @@ mod tests {
         let json = serde_json::to_string(&many).unwrap();
         assert!(json.ends_with(r#""nodes":[0,1,2,3,4,5]}"#), "{json}");
         assert_eq!(serde_json::from_str::<Action>(&json).unwrap(), many);
+    }
+
+    #[test]
+    fn node_page_moves_and_overflow_policies_serialise_tagged() {
+        let a = Action::MoveNodePages {
+            pid: Pid(7),
+            from: NodeId(1),
+            to: NodeList::from_slice(&[NodeId(2), NodeId(3)]),
+            pages: 512,
+        };
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"move-node-pages","pid":7,"from":1,"to":[2,3],"pages":512}"#
+        );
+        assert_eq!(serde_json::from_str::<Action>(&json).unwrap(), a);
+        assert_eq!((a.pid(), a.technique()), (Pid(7), "move-node-pages"));
+        let p = MemPolicy::Overflow {
+            spread: OverflowSpread::Interleave,
+            tiers: vec![NodeTiers {
+                local: NodeId(0),
+                tiers: vec![vec![NodeId(2), NodeId(1)], vec![NodeId(3)]],
+            }],
+        };
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(
+            json,
+            r#"{"mode":"overflow","spread":"interleave","tiers":[{"local":0,"tiers":[[2,1],[3]]}]}"#
+        );
+        assert_eq!(serde_json::from_str::<MemPolicy>(&json).unwrap(), p);
+        assert_eq!(p.nodes(), (0..4).map(NodeId).collect::<Vec<_>>());
+        assert_eq!(p.mode(), None);
     }
 
     /// Whether an action's node list is on the heap.

@@ -47,11 +47,15 @@ pub enum Capability {
     MemPolicies,
     /// Weighted interleave with the weights a policy gives (MPOL_WEIGHTED_INTERLEAVE).
     WeightedInterleave,
+    /// Allocation-time spreading of a process's overflow over remote nodes once its local node
+    /// is full ([`crate::MemPolicy::Overflow`]): an in-kernel allocation policy [Choe21 §3],
+    /// which Linux does not have.
+    OverflowPlacement,
 }
 
 impl Capability {
     /// Every capability, in the order reports list them.
-    pub const ALL: [Capability; 14] = [
+    pub const ALL: [Capability; 15] = [
         Capability::ThreadCounters,
         Capability::ThreadDram,
         Capability::NodeTraffic,
@@ -66,6 +70,7 @@ impl Capability {
         Capability::MoveApplications,
         Capability::MemPolicies,
         Capability::WeightedInterleave,
+        Capability::OverflowPlacement,
     ];
 
     /// The name used in messages and JSON ("thread-counters").
@@ -85,6 +90,7 @@ impl Capability {
             Capability::MoveApplications => "move-applications",
             Capability::MemPolicies => "mem-policies",
             Capability::WeightedInterleave => "weighted-interleave",
+            Capability::OverflowPlacement => "overflow-placement",
         }
     }
 
@@ -105,6 +111,9 @@ impl Capability {
             Capability::MoveApplications => "moving applications with their pages",
             Capability::MemPolicies => "allocation policies (bind, interleave, preferred-many)",
             Capability::WeightedInterleave => "weighted interleave with chosen weights",
+            Capability::OverflowPlacement => {
+                "allocation-time spreading of overflow memory (an in-kernel policy)"
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod draw;
 pub mod ids;
 pub mod metrics;
 pub mod observation;
+pub mod overflow;
 pub mod page;
 pub mod sample;
 pub mod sampling;
@@ -27,6 +28,7 @@ pub use observation::{
     AccessTruth, Collapse, MappingPolicy, NodeMemory, Observation, PolicyMode, ProcessInfo,
     ThreadInfo,
 };
+pub use overflow::{NodeRoom, NodeTiers, OverflowSpread};
 pub use page::{PageRange, PageSize};
 pub use sample::{AccessKind, Sample, SampleSource};
 pub use sampling::{HintingScan, SamplingRequest};

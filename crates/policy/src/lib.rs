@@ -13,6 +13,7 @@ pub mod carrefour;
 pub mod metrics;
 pub mod oracle;
 pub mod registry;
+pub mod remote;
 
 pub use registry::{BUILTIN, Family, Params, PolicyInfo, Registry};
 use rondpoint_model::{
@@ -190,7 +191,7 @@ mod tests {
             err.map(|e| e.to_string()).as_deref(),
             Some(
                 "unknown policy 'carrefour2'; valid policies: first-touch, interleave, autonuma, \
-                 carrefour, oracle"
+                 carrefour, hybrid, usage-aware, dm, ua-dm, oracle"
             )
         );
         let mut names: Vec<_> = r.names().collect();

@@ -4,7 +4,7 @@
 //! (docs/architecture.md walks through it); a [`Registry`] can also take rows of its own (a
 //! test's toy policy, a downstream crate's).
 
-use crate::{Policy, PolicyConfig, PolicyError, autonuma, baseline, carrefour, oracle};
+use crate::{Policy, PolicyConfig, PolicyError, autonuma, baseline, carrefour, oracle, remote};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -16,6 +16,8 @@ pub enum Family {
     Linux,
     /// Carrefour [Dashti13].
     Carrefour,
+    /// Remote placement under memory pressure [Choe21].
+    RemotePlacement,
     /// Not a deployable policy: a bound to compare real ones against.
     Reference,
 }
@@ -25,6 +27,7 @@ impl Family {
         match self {
             Family::Linux => "linux",
             Family::Carrefour => "carrefour",
+            Family::RemotePlacement => "remote-placement",
             Family::Reference => "reference",
         }
     }
@@ -142,6 +145,45 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: true,
         build: |p| Ok(Box::new(carrefour::Carrefour::new(p.parse()?)?)),
         defaults: defaults_of::<carrefour::CarrefourConfig>,
+    },
+    PolicyInfo {
+        name: "hybrid",
+        family: Family::RemotePlacement,
+        summary: "first touch on the local node; once it is full, the overflow interleaved over \
+                  the remote nodes, nearest tier first (at allocation, or moved there after)",
+        source: "Choe21",
+        in_all: false,
+        build: |p| Ok(Box::new(remote::hybrid(p.parse()?))),
+        defaults: defaults_of::<remote::HybridConfig>,
+    },
+    PolicyInfo {
+        name: "usage-aware",
+        family: Family::RemotePlacement,
+        summary: "first touch on the local node; once it is full, the overflow on the least-used \
+                  remote node, nearest tier first (at allocation, or moved there after)",
+        source: "Choe21",
+        in_all: false,
+        build: |p| Ok(Box::new(remote::usage_aware(p.parse()?))),
+        defaults: defaults_of::<remote::UsageAwareConfig>,
+    },
+    PolicyInfo {
+        name: "dm",
+        family: Family::RemotePlacement,
+        summary: "AutoNUMA, plus periodic moves of a remote tenant's pages from the busiest \
+                  memory controller to the least busy one (dynamic migration)",
+        source: "Choe21",
+        in_all: false,
+        build: |p| Ok(Box::new(remote::dm(p.parse()?))),
+        defaults: defaults_of::<remote::dm::DmConfig>,
+    },
+    PolicyInfo {
+        name: "ua-dm",
+        family: Family::RemotePlacement,
+        summary: "usage-aware placement of overflow, then dm's rebalancing of traffic",
+        source: "Choe21",
+        in_all: false,
+        build: |p| Ok(Box::new(remote::ua_dm(p.parse()?))),
+        defaults: defaults_of::<remote::UaDmConfig>,
     },
     PolicyInfo {
         name: "oracle",

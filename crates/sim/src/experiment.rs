@@ -11,6 +11,7 @@
 //! - IPC: instructions over busy cycles, all threads together.
 
 use crate::machine::{SimConfig, SimError, SimMachine};
+use crate::memory::{MemoryReport, NodeInfo};
 use crate::scenario::Scenario;
 use crate::spec::MachineSpec;
 use rondpoint_engine::{EngineConfig, EngineError, VirtualClock};
@@ -65,15 +66,19 @@ pub struct RunResult {
     pub samples: u64,
     /// Replicated pages collapsed by writes.
     pub collapses: u64,
-    /// Completion per application (simulated seconds).
+    /// Completion per application (simulated seconds), and its memory per node at the end.
     pub apps: Vec<AppResult>,
+    /// Each node's size and fallback order, and memory per node and per application over time.
+    pub memory: MemoryReport,
 }
 
-/// One application's completion.
+/// One application's completion, and where its memory was at the end of the run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AppResult {
     pub name: String,
     pub completion_s: f64,
+    /// Bytes per node, in the order of `memory.nodes`.
+    pub bytes_by_node: Vec<u64>,
 }
 
 /// Population standard deviation over mean, in percent (the imbalance of
@@ -96,8 +101,11 @@ pub fn run(
     let mut m = SimMachine::new(machine.clone(), scenario, sim.clone())?;
     let mut cfg = engine.clone();
     cfg.time_limit_ns = Some((TIME_LIMIT_S * 1e9) as u64);
+    let mut memory = MemoryReport::new(node_infos(machine, &m));
     let acct = rondpoint_engine::run(&mut m, policy, &mut VirtualClock::default(), &cfg, |r| {
-        progress(r.now_ns as f64 / 1e9)
+        let t_s = r.now_ns as f64 / 1e9;
+        memory.record(t_s, r.observation);
+        progress(t_s)
     })?;
     if !rondpoint_engine::Machine::finished(&m) {
         return Err(ExperimentError::TimeLimit {
@@ -108,12 +116,18 @@ pub fn run(
     }
     let t = m.totals();
     let f = machine.cycles_per_ns();
+    let resident: Vec<Vec<u64>> = rondpoint_engine::Machine::processes(&m)
+        .into_iter()
+        .map(|p| p.resident_bytes_by_node)
+        .collect();
     let apps: Vec<AppResult> = m
         .app_completion_ns()
         .into_iter()
-        .map(|(name, done)| AppResult {
+        .zip(resident)
+        .map(|((name, done), bytes_by_node)| AppResult {
             name,
             completion_s: done.unwrap_or(f64::NAN) / 1e9,
+            bytes_by_node,
         })
         .collect();
     let completion_s = apps.iter().map(|a| a.completion_s).fold(0.0, f64::max);
@@ -142,7 +156,9 @@ pub fn run(
         } else {
             0.0
         },
-        pages_migrated: acct.pages_done("migrate") + acct.pages_done("move-application"),
+        pages_migrated: acct.pages_done("migrate")
+            + acct.pages_done("move-application")
+            + acct.pages_done("move-node-pages"),
         pages_interleaved: acct.pages_done("interleave") + t.alloc_interleaved_pages,
         pages_replicated: acct.pages_done("replicate"),
         overhead_pct: if t.busy_ns > 0.0 {
@@ -153,7 +169,24 @@ pub fn run(
         samples: acct.samples_seen,
         collapses: t.collapses,
         apps,
+        memory,
     })
+}
+
+/// Each node of `machine` with its size and the fallback order of `m`.
+fn node_infos(machine: &MachineSpec, m: &SimMachine) -> Vec<NodeInfo> {
+    machine
+        .topology
+        .nodes()
+        .iter()
+        .zip(&machine.mem_bytes)
+        .zip(m.fallback_orders())
+        .map(|((n, &total_bytes), fallback)| NodeInfo {
+            node: n.id,
+            total_bytes,
+            fallback,
+        })
+        .collect()
 }
 
 /// Fills `speedup_vs_first_touch` for every run of the same machine and workload as a

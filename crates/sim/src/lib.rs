@@ -1,6 +1,7 @@
 //! rondpoint's NUMA machine simulator.
 
 pub mod machine;
+pub mod memory;
 pub mod param;
 pub mod placement;
 pub mod preset;

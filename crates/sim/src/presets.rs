@@ -36,6 +36,10 @@ pub const MACHINES: &[(&str, &str)] = &[
         "nehalem-e5520-2s",
         include_str!("../presets/machines/nehalem-e5520-2s.toml"),
     ),
+    (
+        "m5a-24xlarge",
+        include_str!("../presets/machines/m5a-24xlarge.toml"),
+    ),
 ];
 
 /// Built-in workload presets: (name, TOML text).

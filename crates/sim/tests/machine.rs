@@ -489,3 +489,141 @@ fn hinting_faults_follow_the_scan_rate() {
     assert_eq!((b.hinting, scanned), (0, 0));
     assert!(b.mapping_policies > 0);
 }
+
+/// One single-threaded application on `small()` that first-touches `size_mib` from node 0.
+fn one_app(size_mib: f64) -> SimMachine {
+    SimMachine::new(
+        small(),
+        &scenario(1, size_mib, "\"main\"", ""),
+        SimConfig::default(),
+    )
+    .unwrap()
+}
+
+/// The overflow policy of node 0 on `small()`: tiers {1, 2} (distance 16), then {3} (22).
+fn overflow_policy(spread: rondpoint_model::OverflowSpread) -> MemPolicy {
+    MemPolicy::Overflow {
+        spread,
+        tiers: vec![rondpoint_model::NodeTiers {
+            local: NodeId(0),
+            tiers: vec![vec![NodeId(1), NodeId(2)], vec![NodeId(3)]],
+        }],
+    }
+}
+
+#[test]
+fn overflow_policy_spreads_the_spill_over_the_nearest_tier_first() {
+    use rondpoint_model::OverflowSpread;
+    let cap = (1073741824.0 * 0.97 / 4096.0) as u64;
+    // 1.5 GiB touched from node 0: node 0 fills, the rest is interleaved over nodes 1 and 2
+    // (first touch would put it all on node 1).
+    let mut m = one_app(1536.0);
+    start(&mut m, overflow_policy(OverflowSpread::Interleave));
+    let p = m.pages_per_node();
+    assert!(
+        p[0] > cap - 2 && p[1].abs_diff(p[2]) <= 1 && p[3] == 0,
+        "{p:?}"
+    );
+    // 3 GiB: nodes 1 and 2 fill before any page goes to node 3.
+    let mut m = one_app(3072.0);
+    start(&mut m, overflow_policy(OverflowSpread::FewestAllocated));
+    let p = m.pages_per_node();
+    assert!(p[1] > cap - 2 && p[2] > cap - 2 && p[3] > 0, "{p:?}");
+    assert_eq!(p.iter().sum::<u64>(), base_pages(3072));
+}
+
+#[test]
+fn move_node_pages_moves_the_latest_pages_off_a_node_and_pays_for_it() {
+    let mut m = one_app(1536.0);
+    start(&mut m, MemPolicy::Default);
+    let before = m.pages_per_node();
+    let overhead = m.totals().overhead_ns;
+    let to = |v: &[u16]| v.iter().copied().map(NodeId).collect();
+    let out = m
+        .apply(&[Action::MoveNodePages {
+            pid: Pid(1000),
+            from: NodeId(1),
+            to: to(&[2, 3]),
+            pages: 1000,
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Applied);
+    assert_eq!(
+        (out[0].pages_done, out[0].bytes_copied),
+        (1000, 1000 * 4096)
+    );
+    let after = m.pages_per_node();
+    assert_eq!(after, vec![before[0], before[1] - 1000, 500, 500]);
+    assert!(m.totals().overhead_ns > overhead, "migrations cost time");
+    // The pages moved are the last ones of the region: moving the region's tail back to node 1
+    // with a range moves exactly those 1000 pages.
+    let (_, region) = &m.regions(Pid(1000))[0];
+    let tail = PageRange::new(
+        Pid(1000),
+        region.end() - 1000 * 4096,
+        1000,
+        PageSize::Base4K,
+    )
+    .unwrap();
+    let out = m
+        .apply(&[Action::MigratePages {
+            range: tail,
+            to: NodeId(1),
+        }])
+        .unwrap();
+    assert_eq!(out[0].bytes_copied, 1000 * 4096);
+    assert_eq!(m.pages_per_node(), before);
+    // More than the targets can take: the rest fails ENOMEM. Fewer on the node than asked:
+    // all of them, and a note. Bad nodes fail; an unknown process is skipped.
+    let mv = |pid: i32, from: u16, dst: u16, pages: u64| Action::MoveNodePages {
+        pid: Pid(pid),
+        from: NodeId(from),
+        to: to(&[dst]),
+        pages,
+    };
+    let out = m
+        .apply(&[
+            mv(1000, 0, 1, before[0]),
+            mv(1000, 1, 3, 1 << 30),
+            mv(1000, 1, 1, 1),
+            mv(1000, 9, 1, 1),
+            mv(42, 1, 2, 1),
+        ])
+        .unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Partial);
+    assert_eq!(out[0].failures[0].0, "ENOMEM");
+    assert_eq!(out[0].pages_done + out[0].failures[0].1, before[0]);
+    assert_eq!(out[1].status, OutcomeStatus::Applied);
+    assert!(
+        out[1]
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("were on node1")
+    );
+    assert_eq!(m.pages_per_node()[1], 0);
+    assert_eq!(out[2].status, OutcomeStatus::Failed);
+    assert_eq!(out[3].status, OutcomeStatus::Failed);
+    assert_eq!(out[4].status, OutcomeStatus::Skipped);
+}
+
+#[test]
+fn hinting_scans_cover_overflow_policies_but_not_explicit_ones() {
+    let faults = |policy: MemPolicy| {
+        let mut m = one_app(64.0);
+        m.set_sampling(&SamplingRequest {
+            hinting: Some(HintingScan {
+                scan_bytes: 64 << 20,
+                period_ms: 100,
+            }),
+            ..SamplingRequest::NONE
+        });
+        start(&mut m, policy);
+        m.observe(500_000_000).unwrap();
+        m.totals().hinting_faults
+    };
+    assert!(faults(overflow_policy(rondpoint_model::OverflowSpread::Interleave)) > 0);
+    assert!(faults(MemPolicy::Default) > 0);
+    let all = (0..4).map(NodeId).collect();
+    assert_eq!(faults(MemPolicy::Interleave { nodes: all }), 0);
+}

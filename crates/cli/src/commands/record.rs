@@ -204,6 +204,7 @@ fn summarise(actions: &[Action]) -> String {
             Action::MigratePages { range, .. }
             | Action::Interleave { range, .. }
             | Action::Replicate { range, .. } => range.count * range.page_size.base_pages(),
+            Action::MoveNodePages { pages, .. } => *pages,
             _ => 0,
         };
         let e = by.entry(a.technique()).or_default();

@@ -71,6 +71,11 @@ pub struct SimArgs {
     #[arg(long)]
     json: bool,
 
+    /// After the table, each run's memory per node: size, fallback order, peak and final use,
+    /// and each application's share at the end (the JSON always has it, over time).
+    #[arg(long)]
+    memory: bool,
+
     /// No progress lines on stderr.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -187,8 +192,61 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", render_table(&results));
+        if args.memory {
+            for r in &results {
+                print!("\n{}", render_memory(r));
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One run's memory per node (GiB): size, fallback order, peak and final use, and each
+/// application's memory at the end.
+pub fn render_memory(r: &RunResult) -> String {
+    let gib = |b: u64| format!("{:.2}", b as f64 / f64::from(1u32 << 30));
+    let peak = r.memory.peak_used_bytes();
+    let end = r
+        .memory
+        .last()
+        .map(|p| p.used_bytes.clone())
+        .unwrap_or_default();
+    let rows = r
+        .memory
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut row = vec![
+                n.node.0.to_string(),
+                gib(n.total_bytes),
+                gib(peak.get(i).copied().unwrap_or(0)),
+                gib(end.get(i).copied().unwrap_or(0)),
+                n.fallback
+                    .iter()
+                    .map(|f| f.0.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ];
+            row.extend(
+                r.apps
+                    .iter()
+                    .map(|a| gib(a.bytes_by_node.get(i).copied().unwrap_or(0))),
+            );
+            row
+        })
+        .collect();
+    let mut header = vec!["node", "size", "peak", "end", "fallback"];
+    header.extend(r.apps.iter().map(|a| a.name.as_str()));
+    let mut right = vec![false, true, true, true, false];
+    right.resize(header.len(), true);
+    format!(
+        "memory: {} / {} (GiB; peak and end: in use, the OS's share included; applications: \
+         at the end)\n{}\n",
+        r.workload,
+        r.policy,
+        format::table(&header, &right, rows)
+    )
 }
 
 /// The comparison table.
@@ -242,4 +300,86 @@ pub fn render_table(results: &[RunResult]) -> String {
          placement mechanisms.\n",
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rondpoint_model::{NodeId, NodeMemory, Observation, Pid, ProcessInfo};
+    use rondpoint_sim::experiment::AppResult;
+    use rondpoint_sim::memory::{MemoryReport, NodeInfo};
+
+    #[test]
+    fn memory_lists_each_node_with_its_fallback_and_each_application() {
+        const GIB: u64 = 1 << 30;
+        let mut memory = MemoryReport::new(
+            (0..2)
+                .map(|n| NodeInfo {
+                    node: NodeId(n),
+                    total_bytes: 16 * GIB,
+                    fallback: vec![NodeId(n), NodeId(1 - n)],
+                })
+                .collect(),
+        );
+        let at = |free: [u64; 2]| Observation {
+            memory: (0..2)
+                .map(|n| NodeMemory {
+                    node: NodeId(n as u16),
+                    total_bytes: 16 * GIB,
+                    free_bytes: free[n],
+                })
+                .collect(),
+            processes: vec![ProcessInfo {
+                pid: Pid(1),
+                comm: "big".into(),
+                threads: vec![],
+                resident_bytes_by_node: vec![16 * GIB - free[0], 16 * GIB - free[1]],
+                mapping_policies: vec![],
+            }],
+            ..Observation::default()
+        };
+        memory.record(1.0, &at([0, 4 * GIB]));
+        memory.record(2.0, &at([0, 8 * GIB]));
+        let r = RunResult {
+            machine: "m".into(),
+            workload: "w".into(),
+            policy: "p".into(),
+            seed: 1,
+            completion_s: 2.0,
+            speedup_vs_first_touch: None,
+            avg_latency_cycles: 0.0,
+            lar: 1.0,
+            mc_imbalance: 0.0,
+            ic_imbalance: 0.0,
+            ipc: 1.0,
+            pages_migrated: 0,
+            pages_interleaved: 0,
+            pages_replicated: 0,
+            overhead_pct: 0.0,
+            samples: 0,
+            collapses: 0,
+            apps: vec![AppResult {
+                name: "big".into(),
+                completion_s: 2.0,
+                bytes_by_node: vec![16 * GIB, 8 * GIB],
+            }],
+            memory,
+        };
+        let out = render_memory(&r);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("memory: w / p"), "{out}");
+        let cells = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            cells(lines[1]),
+            ["node", "size", "peak", "end", "fallback", "big"]
+        );
+        assert_eq!(
+            cells(lines[2]),
+            ["0", "16.00", "16.00", "16.00", "0", "1", "16.00"]
+        );
+        assert_eq!(
+            cells(lines[3]),
+            ["1", "16.00", "12.00", "8.00", "1", "0", "8.00"]
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! rondpoint launches, and their descendants.
 
 use super::{LinuxMachine, LiveError};
-use crate::sys::Sys;
+use crate::sys::{MemPolicyMode, Sys};
 use crate::{capabilities, launch};
 use rondpoint_model::{MemPolicy, Pid};
 use std::collections::BTreeSet;
@@ -84,7 +84,9 @@ impl<S: Sys> LinuxMachine<S> {
             launch::launch_policy(p, capabilities::interleave_weights(&self.sysfs).as_ref())
         });
         let substituted = launch.as_ref().and_then(|l| l.substituted.clone());
-        let policy = launch.map(|l| (l.mode, l.nodes));
+        let policy = launch
+            .filter(|l| l.mode != MemPolicyMode::Default)
+            .map(|l| (l.mode, l.nodes));
         let program = argv
             .first()
             .map(|a| a.to_string_lossy().into_owned())

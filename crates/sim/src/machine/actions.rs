@@ -33,6 +33,12 @@ impl SimMachine {
                 to,
                 with_memory,
             } => self.move_application(index, *pid, *to, *with_memory),
+            Action::MoveNodePages {
+                pid,
+                from,
+                to,
+                pages,
+            } => self.move_node_pages(index, *pid, *from, to, *pages),
         }
     }
 
@@ -229,13 +235,9 @@ impl SimMachine {
                 fail("EFAULT");
                 continue;
             };
-            let (bytes, page_size, current) = {
+            let (bytes, current) = {
                 let region = &self.apps[ai].regions[ri];
-                (
-                    region.page_size.bytes(),
-                    region.page_size,
-                    region.node_of(page),
-                )
+                (region.page_size.bytes(), region.node_of(page))
             };
             match current {
                 UNALLOCATED => fail("ENOENT"),
@@ -246,17 +248,9 @@ impl SimMachine {
                         fail("ENOMEM");
                         continue;
                     }
-                    let from = usize::from(from);
-                    self.apps[ai].regions[ri].place(page, to);
-                    self.free[to] -= bytes as f64;
-                    self.free[from] += bytes as f64;
-                    self.queue_copy(from, to, bytes as f64);
+                    fixed_ns += self.move_page(ai, ri, page, usize::from(from), to);
                     copied += bytes;
                     done += 1;
-                    fixed_ns += match page_size {
-                        PageSize::Base4K => self.spec.costs.migrate_page_ns,
-                        PageSize::Huge2M => self.spec.costs.migrate_huge_page_ns,
-                    };
                 }
             }
         }
@@ -265,6 +259,96 @@ impl SimMachine {
             self.mark_app_dirty(ai);
         }
         Outcome::for_pages(index, range.count, done, copied, failures)
+    }
+
+    /// Moves page `page` of region `ri` of app `ai` from node `from` to node `to`, which the
+    /// caller found has room: the copy loads both controllers and the links on the way during
+    /// the next step. Returns the fixed cost of the move besides the copy (ns).
+    fn move_page(&mut self, ai: usize, ri: usize, page: usize, from: usize, to: usize) -> f64 {
+        let page_size = self.apps[ai].regions[ri].page_size;
+        let bytes = page_size.bytes() as f64;
+        self.apps[ai].regions[ri].place(page, to);
+        self.free[to] -= bytes;
+        self.free[from] += bytes;
+        self.queue_copy(from, to, bytes);
+        match page_size {
+            PageSize::Base4K => self.spec.costs.migrate_page_ns,
+            PageSize::Huge2M => self.spec.costs.migrate_huge_page_ns,
+        }
+    }
+
+    /// Moves up to `pages` 4 KiB units of the process's pages on node `from` to the nodes
+    /// `to`, round-robin, in reverse allocation order: the simulator allocates regions and
+    /// their pages in address order, so the last pages of the last regions, the overflow of a
+    /// full node, go first. A huge page counts 512 and moves whole, so the last one may take
+    /// the count past `pages`. Stops with the rest failed ENOMEM once no node of `to` has
+    /// room; costs as [`Self::move_range`]'s.
+    fn move_node_pages(
+        &mut self,
+        index: usize,
+        pid: Pid,
+        from: NodeId,
+        to: &NodeList,
+        pages: u64,
+    ) -> Outcome {
+        let Some(ai) = self.app_of(pid) else {
+            return no_process(index, pages, pid);
+        };
+        let Some(src) = self.node_index(from) else {
+            return Outcome::failed(index, format!("{from} does not exist"));
+        };
+        let targets: Option<Vec<usize>> = to.iter().map(|id| self.node_index(*id)).collect();
+        let targets: Vec<usize> = targets.unwrap_or_default();
+        if targets.is_empty() || targets.contains(&src) {
+            return Outcome::failed(
+                index,
+                "the target nodes must exist and not include the source",
+            );
+        }
+        let (mut moved, mut copied, mut fixed_ns) = (0u64, 0u64, 0.0);
+        let mut cursor = 0;
+        let mut out_of_room = false;
+        'regions: for ri in (0..self.apps[ai].regions.len()).rev() {
+            let region = &self.apps[ai].regions[ri];
+            if region.pages_on()[src] == 0 {
+                continue;
+            }
+            let (len, size) = (region.len(), region.page_size);
+            for page in (0..len).rev() {
+                if moved >= pages {
+                    break 'regions;
+                }
+                if usize::from(self.apps[ai].regions[ri].node_of(page)) != src {
+                    continue;
+                }
+                let k = targets.len();
+                let Some(step) =
+                    (0..k).find(|s| self.free[targets[(cursor + s) % k]] >= size.bytes() as f64)
+                else {
+                    out_of_room = true;
+                    break 'regions;
+                };
+                let dst = targets[(cursor + step) % k];
+                cursor = (cursor + step + 1) % k;
+                fixed_ns += self.move_page(ai, ri, page, src, dst);
+                copied += size.bytes();
+                moved += size.base_pages();
+            }
+        }
+        if copied > 0 {
+            self.charge_app(ai, fixed_ns);
+            self.mark_app_dirty(ai);
+        }
+        let failures = if out_of_room {
+            vec![("ENOMEM".to_string(), pages.saturating_sub(moved))]
+        } else {
+            Vec::new()
+        };
+        let mut o = Outcome::for_pages(index, pages, moved, copied, failures);
+        if !out_of_room && moved < pages {
+            o.note = Some(format!("only {moved} pages of {pid} were on {from}"));
+        }
+        o
     }
 
     /// Moves a thread to another core; it refetches its LLC footprint there.

@@ -4,7 +4,8 @@
 use super::SimMachine;
 use crate::placement::Region;
 use crate::scenario::FirstTouch;
-use rondpoint_model::{MappingPolicy, MemPolicy, NodeId};
+use rondpoint_model::overflow::overflow_node;
+use rondpoint_model::{MappingPolicy, MemPolicy, NodeId, NodeRoom};
 
 impl SimMachine {
     pub(super) fn allocate(&mut self, ai: usize) {
@@ -29,10 +30,13 @@ impl SimMachine {
                         thread_nodes[(p / per).min(blocks - 1)]
                     }
                 };
+                let memory = Memory {
+                    free: &self.free,
+                    total: &self.spec.mem_bytes,
+                    distances: &distances,
+                };
                 let cursor = &mut self.apps[ai].interleave_cursor;
-                let node = choose_node(
-                    &policy, toucher, &self.free, page_bytes, &distances, cursor, n,
-                );
+                let node = choose_node(&policy, toucher, &memory, page_bytes, cursor, n);
                 if matches!(
                     policy,
                     MemPolicy::Interleave { .. } | MemPolicy::WeightedInterleave { .. }
@@ -71,25 +75,32 @@ pub(super) fn mapping_policies(p: &MemPolicy, regions: &[Region]) -> Vec<Mapping
 
 /// The kernel's fallback order from node `from`: by distance, then node number (static, as
 /// [Choe21 Figure 1] shows).
-fn fallback_order(from: usize, distances: &[Vec<u32>]) -> Vec<usize> {
+pub(super) fn fallback_order(from: usize, distances: &[Vec<u32>]) -> Vec<usize> {
     let mut v: Vec<usize> = (0..distances.len()).collect();
     v.sort_by_key(|&d| (distances[from][d], d));
     v
+}
+
+/// What an allocation sees of the machine: free and total bytes per node, and distances.
+struct Memory<'a> {
+    free: &'a [f64],
+    total: &'a [u64],
+    distances: &'a [Vec<u32>],
 }
 
 /// Where a page touched from node `toucher` goes under an allocation policy.
 fn choose_node(
     policy: &MemPolicy,
     toucher: usize,
-    free: &[f64],
+    memory: &Memory<'_>,
     bytes: f64,
-    distances: &[Vec<u32>],
     cursor: &mut usize,
     n: usize,
 ) -> usize {
+    let free = memory.free;
     let fits = |d: usize| free[d] >= bytes;
     let first_fit = |allowed: &dyn Fn(usize) -> bool| {
-        fallback_order(toucher, distances)
+        fallback_order(toucher, memory.distances)
             .into_iter()
             .find(|&d| allowed(d) && fits(d))
     };
@@ -133,5 +144,94 @@ fn choose_node(
             }
             any()
         }
+        MemPolicy::Overflow { spread, tiers } => {
+            if fits(toucher) {
+                return toucher;
+            }
+            let room = |id: NodeId| {
+                let d = usize::from(id.0);
+                (d < n).then(|| NodeRoom {
+                    total: memory.total[d] as f64,
+                    free: free[d],
+                })
+            };
+            tiers
+                .iter()
+                .find(|t| usize::from(t.local.0) == toucher)
+                .and_then(|t| overflow_node(&t.tiers, *spread, bytes, room, cursor))
+                .map_or_else(any, |id| usize::from(id.0))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rondpoint_model::{NodeTiers, OverflowSpread};
+
+    const GIB: f64 = (1u64 << 30) as f64;
+
+    fn overflow(spread: OverflowSpread, tiers: Vec<Vec<u16>>) -> MemPolicy {
+        MemPolicy::Overflow {
+            spread,
+            tiers: vec![NodeTiers {
+                local: NodeId(0),
+                tiers: tiers
+                    .into_iter()
+                    .map(|t| t.into_iter().map(NodeId).collect())
+                    .collect(),
+            }],
+        }
+    }
+
+    /// Where `pages` pages of 1 GiB touched from node 0 go, page by page.
+    fn place(policy: &MemPolicy, free_gib: &[f64], pages: usize) -> Vec<usize> {
+        let n = free_gib.len();
+        let mut free: Vec<f64> = free_gib.iter().map(|g| g * GIB).collect();
+        let total = vec![(16.0 * GIB) as u64; n];
+        let distances: Vec<Vec<u32>> = (0..n)
+            .map(|a| (0..n).map(|b| if a == b { 10 } else { 21 }).collect())
+            .collect();
+        let mut cursor = 0;
+        (0..pages)
+            .map(|_| {
+                let memory = Memory {
+                    free: &free,
+                    total: &total,
+                    distances: &distances,
+                };
+                let d = choose_node(policy, 0, &memory, GIB, &mut cursor, n);
+                free[d] -= GIB;
+                d
+            })
+            .collect()
+    }
+
+    #[test]
+    fn overflow_is_local_first_then_spread_where_first_touch_piles_it_on_one_node() {
+        let free = [2.0, 8.0, 8.0, 8.0];
+        assert_eq!(place(&MemPolicy::Default, &free, 6), [0, 0, 1, 1, 1, 1]);
+        let hy = overflow(OverflowSpread::Interleave, vec![vec![1, 2, 3]]);
+        assert_eq!(place(&hy, &free, 6), [0, 0, 1, 2, 3, 1]);
+        // Usage-aware on node 1 with 4 GiB less used than nodes 2 and 3: node 1 first until
+        // it is as full, then in turn.
+        let ua = overflow(OverflowSpread::FewestAllocated, vec![vec![1, 2, 3]]);
+        assert_eq!(place(&ua, &[1.0, 8.0, 4.0, 4.0], 6), [0, 1, 1, 1, 1, 1]);
+        assert_eq!(place(&ua, &[1.0, 6.0, 4.0, 4.0], 6), [0, 1, 1, 1, 2, 3]);
+    }
+
+    #[test]
+    fn overflow_takes_the_nearer_tier_first_and_falls_back_when_all_are_full() {
+        let tiered = overflow(OverflowSpread::Interleave, vec![vec![1], vec![2, 3]]);
+        assert_eq!(place(&tiered, &[0.0, 2.0, 1.0, 1.0], 5), [1, 1, 2, 3, 0]);
+        // A toucher the policy has no tiers for falls back by distance.
+        let elsewhere = MemPolicy::Overflow {
+            spread: OverflowSpread::Interleave,
+            tiers: vec![NodeTiers {
+                local: NodeId(3),
+                tiers: vec![vec![NodeId(2)]],
+            }],
+        };
+        assert_eq!(place(&elsewhere, &[0.0, 1.0, 1.0, 0.0], 2), [1, 2]);
     }
 }

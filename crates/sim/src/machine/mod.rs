@@ -281,6 +281,21 @@ impl SimMachine {
         v
     }
 
+    /// Each node's fallback order, as the default policy uses it when the node is full: by
+    /// distance, then node number (the node itself first).
+    pub fn fallback_orders(&self) -> Vec<Vec<NodeId>> {
+        let ids = self.spec.topology.nodes();
+        let distances = self.spec.topology.distances();
+        (0..self.spec.nodes())
+            .map(|from| {
+                alloc::fallback_order(from, distances)
+                    .into_iter()
+                    .map(|d| ids[d].id)
+                    .collect()
+            })
+            .collect()
+    }
+
     fn node_of_thread(&self, t: usize) -> usize {
         self.spec.cores[self.threads[t].core].node
     }

@@ -8,7 +8,7 @@ use crate::placement::{Popularity, REPLICATED, UNALLOCATED};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::draw::weighted_index;
-use rondpoint_model::{AccessKind, HintingScan, MemPolicy, NodeId, PageSize, Sample, SampleSource};
+use rondpoint_model::{AccessKind, HintingScan, NodeId, PageSize, Sample, SampleSource};
 
 impl SimMachine {
     pub(super) fn take_samples(&mut self, t: usize, cycles: f64, period: f64, latency_cycles: f64) {
@@ -134,8 +134,9 @@ impl SimMachine {
         let period_ns = scan.period_ms as f64 * 1e6;
         for ai in 0..self.apps.len() {
             // Linux's scanner (`task_numa_work`) skips mappings whose policy lacks MPOL_F_MOF:
-            // every explicit policy set here, since the sim has no MPOL_F_NUMA_BALANCING.
-            if self.apps[ai].mempolicy != MemPolicy::Default {
+            // every explicit policy set here, since the sim has no MPOL_F_NUMA_BALANCING. The
+            // overflow policy is the default policy with another fallback: scanned.
+            if self.apps[ai].mempolicy.mode().is_some() {
                 continue;
             }
             let runners = self.running_blocks(ai).unwrap_or_default();

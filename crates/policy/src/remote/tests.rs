@@ -1,0 +1,144 @@
+use super::*;
+use rondpoint_model::synthetic::TopologyBuilder;
+use rondpoint_model::{CpuId, NodeId, NodeMemory, Pid, ThreadInfo, Tid};
+
+const GIB: u64 = 1 << 30;
+
+fn topo() -> Topology {
+    TopologyBuilder::new(4).build().unwrap()
+}
+
+/// A process with one thread on node `home` and `resident` bytes per node.
+pub(super) fn process(pid: i32, home: u16, resident: Vec<u64>) -> ProcessInfo {
+    ProcessInfo {
+        pid: Pid(pid),
+        comm: "app".into(),
+        threads: vec![ThreadInfo {
+            tid: Tid(pid),
+            cpu: CpuId(0),
+            node: NodeId(home),
+            allowed_cpus: Vec::new(),
+        }],
+        resident_bytes_by_node: resident,
+        mapping_policies: Vec::new(),
+    }
+}
+
+/// The live backend: page migration, no allocation-time overflow placement.
+fn live() -> Capabilities {
+    Capabilities::all().with(
+        Capability::OverflowPlacement,
+        Support::Missing("Linux has no such policy".into()),
+    )
+}
+
+#[test]
+fn auto_mode_places_at_allocation_where_the_machine_can_and_moves_pages_elsewhere() {
+    let t = topo();
+    let procs = [process(1, 0, vec![0; 4])];
+    let mut p = hybrid(HybridConfig::default());
+    assert!(Capabilities::all().check("hybrid", &p.needs()).is_ok());
+    assert!(live().check("hybrid", &p.needs()).is_ok());
+    p.configure(&Capabilities::all());
+    assert!(p.places_at_allocation());
+    let start = p.start(&t, &procs);
+    let [Action::SetMemPolicy { pid, policy }] = &start[..] else {
+        panic!("{start:?}");
+    };
+    assert_eq!(*pid, Pid(1));
+    let MemPolicy::Overflow { spread, tiers } = policy else {
+        panic!("{policy:?}");
+    };
+    assert_eq!(*spread, OverflowSpread::Interleave);
+    assert_eq!(tiers.len(), 4);
+    assert_eq!(tiers[0].tiers, vec![vec![NodeId(1), NodeId(2), NodeId(3)]]);
+
+    let mut p = usage_aware(UsageAwareConfig::default());
+    p.configure(&live());
+    assert!(!p.places_at_allocation());
+    assert!(p.start(&t, &procs).is_empty());
+    // The kernel put the overflow on node 1: moved where usage-aware wants it.
+    let o = Observation {
+        memory: (0..4)
+            .map(|n| NodeMemory {
+                node: NodeId(n),
+                total_bytes: 16 * GIB,
+                free_bytes: if n < 2 { 0 } else { 8 * GIB },
+            })
+            .collect(),
+        processes: vec![process(1, 0, vec![16 * GIB, 4 * GIB, 0, 0])],
+        ..Observation::default()
+    };
+    let a = p.decide(&t, &o);
+    assert!(!a.is_empty());
+    assert!(a.iter().all(|x| matches!(
+        x,
+        Action::MoveNodePages { from, .. } if *from == NodeId(1)
+    )));
+}
+
+#[test]
+fn needs_follow_the_mode_and_refuse_what_the_machine_lacks() {
+    let none = Capabilities::none();
+    let allocation = hybrid(HybridConfig {
+        mode: Mode::Allocation,
+        ..HybridConfig::default()
+    });
+    let err = live()
+        .check("hybrid", &allocation.needs())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("overflow-placement"), "{err}");
+    let reactive = usage_aware(UsageAwareConfig {
+        mode: Mode::Reactive,
+        ..UsageAwareConfig::default()
+    });
+    assert!(live().check("usage-aware", &reactive.needs()).is_ok());
+    let err = none
+        .check("usage-aware", &reactive.needs())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("migrate-pages"), "{err}");
+    // AutoNUMA beside brings its own needs and its hinting scans.
+    let with = hybrid(HybridConfig {
+        autonuma: true,
+        ..HybridConfig::default()
+    });
+    assert!(with.needs().len() > allocation.needs().len());
+    assert!(with.sampling().hinting.is_some());
+    assert!(allocation.sampling().hinting.is_none());
+}
+
+#[test]
+fn dm_needs_controller_traffic_and_runs_autonuma() {
+    let p = dm(DmConfig::default());
+    let needs = p.needs();
+    assert!(
+        needs
+            .iter()
+            .any(|n| n.any_of == vec![Capability::NodeTraffic])
+    );
+    assert!(
+        needs
+            .iter()
+            .any(|n| n.any_of == vec![Capability::FaultSamples])
+    );
+    assert!(p.sampling().hinting.is_some());
+    let mut u = ua_dm(UaDmConfig::default());
+    u.configure(&Capabilities::all());
+    assert!(u.places_at_allocation());
+    assert_eq!(u.name(), "ua-dm");
+}
+
+#[test]
+fn configs_round_trip_and_reject_unknown_keys() {
+    let text = toml::to_string(&UaDmConfig::default()).unwrap();
+    assert_eq!(
+        toml::from_str::<UaDmConfig>(&text).unwrap(),
+        UaDmConfig::default()
+    );
+    let c: UsageAwareConfig = toml::from_str("usage = \"free\"\nmode = \"reactive\"").unwrap();
+    assert_eq!((c.usage, c.mode), (Usage::Free, Mode::Reactive));
+    assert!(toml::from_str::<HybridConfig>("usage = \"free\"").is_err());
+    assert!(toml::from_str::<HybridConfig>("tiers = \"random\"").is_err());
+}
