@@ -203,9 +203,12 @@ pub fn apply(
             "Linux sets a memory policy only for the calling process; rondpoint sets one at \
              launch (rondpoint run --policy interleave), not on a running program",
         ),
-        Action::MoveNodePages { .. } => {
-            Outcome::failed(index, "not supported by the live backend yet")
-        }
+        // Carried out by the machine, which knows the process's mappings and the nodes' free
+        // memory (crate::node_pages).
+        Action::MoveNodePages { .. } => Outcome::failed(
+            index,
+            "a move by quantity needs the machine's view of the process (LinuxMachine::apply)",
+        ),
     }
 }
 

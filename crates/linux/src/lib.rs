@@ -13,6 +13,7 @@ pub mod actuate;
 pub mod capabilities;
 pub mod launch;
 pub mod machine;
+pub mod node_pages;
 pub mod perf;
 pub mod procfs;
 pub mod sys;

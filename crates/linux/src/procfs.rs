@@ -281,6 +281,23 @@ impl ProcRoot {
         read_task_file(&self.pid_file(pid, "smaps"), &self.pid_file(pid, "stat"))
     }
 
+    /// The address ranges of `/proc/PID/maps` (start, end), in address order; `None` for a
+    /// process that is gone, a zombie or a kernel thread. Lines it cannot read are skipped.
+    pub fn maps(&self, pid: Pid) -> Result<Option<Vec<(u64, u64)>>, ProcError> {
+        let text = read_task_file(&self.pid_file(pid, "maps"), &self.pid_file(pid, "stat"))?;
+        Ok(text.map(|t| {
+            t.lines()
+                .filter_map(|l| {
+                    let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+                    Some((
+                        u64::from_str_radix(a, 16).ok()?,
+                        u64::from_str_radix(b, 16).ok()?,
+                    ))
+                })
+                .collect()
+        }))
+    }
+
     /// Children, grandchildren, ... of `pid` (not `pid` itself), sorted: through the kernel's
     /// `task/TID/children` files where it has them (CONFIG_PROC_CHILDREN), otherwise through the
     /// ppid of every process's `stat`. A child created by any thread of `pid` has `pid` as its

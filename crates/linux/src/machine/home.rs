@@ -77,7 +77,9 @@ impl<S: Sys> LinuxMachine<S> {
                     }
                 }
             }
-            Action::MoveApplication { pid, .. } => self.last_seen_node.retain(|k, _| k.0 != *pid),
+            Action::MoveApplication { pid, .. } | Action::MoveNodePages { pid, .. } => {
+                self.last_seen_node.retain(|k, _| k.0 != *pid);
+            }
             _ => {}
         }
     }

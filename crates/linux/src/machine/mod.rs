@@ -19,6 +19,7 @@
 mod counters;
 mod home;
 mod hwcounters;
+mod moves;
 mod process;
 mod sampler;
 mod select;
@@ -93,6 +94,11 @@ pub struct LiveConfig {
     pub ring_pages: usize,
     /// Nominal clock (GHz) used to estimate cycles from CPU time without a PMU.
     pub nominal_ghz: f64,
+    /// Free memory a node keeps when rondpoint moves pages onto it by quantity
+    /// (`MoveNodePages`): a node with less free is passed over. Chosen: 64 MiB, above the
+    /// kernel's minimum watermark of a node of a few GiB, and leaving room on the testbed's
+    /// 512 MiB nodes.
+    pub reserve_free_bytes: u64,
 }
 
 impl Default for LiveConfig {
@@ -103,6 +109,7 @@ impl Default for LiveConfig {
             max_queried_pages: 20_000,
             ring_pages: 64,
             nominal_ghz: 2.5,
+            reserve_free_bytes: 64 << 20,
         }
     }
 }
@@ -397,6 +404,16 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 _ => Vec::new(),
             };
             self.forget_moved_pages(a);
+            if let Action::MoveNodePages {
+                pid,
+                from,
+                to,
+                pages,
+            } = a
+            {
+                out.push(self.move_node_pages(i, *pid, *from, to, *pages));
+                continue;
+            }
             out.push(actuate::apply(
                 &mut self.sys,
                 &self.topology,

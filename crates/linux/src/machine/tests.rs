@@ -959,3 +959,50 @@ fn without_hardware_counters_the_counts_are_missing_and_the_reason_kept() {
         "{why}"
     );
 }
+
+#[test]
+fn moves_by_quantity_find_the_pages_on_the_node_through_numa_maps_and_maps() {
+    // memhog's heap: 1090 pages at HEAP, numa_maps says 487 on node 1 (the fake puts the
+    // highest 487 there).
+    let placement: Vec<(u64, i32)> = (0..1090u64)
+        .map(|i| (HEAP + i * 4096, if i >= 1090 - 487 { 1 } else { 0 }))
+        .collect();
+    let (_dir, proc_root, mut m) =
+        on_proc_copy(FakeSys::new().with_process(MEMHOG.0, &placement), vec![MEMHOG]);
+    std::fs::write(
+        proc_root.join("4242/maps"),
+        format!(
+            "55d4c8a00000-55d4c8a03000 r--p 00000000 08:01 1 /usr/local/bin/memhog\n\
+             {:x}-{:x} rw-p 00000000 00:00 0 [heap]\n",
+            HEAP,
+            HEAP + 1090 * 4096
+        ),
+    )
+    .unwrap();
+    let out = m
+        .apply(&[Action::MoveNodePages {
+            pid: MEMHOG,
+            from: NodeId(1),
+            to: NodeList::from_slice(&[NodeId(2), NodeId(3)]),
+            pages: 100,
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Applied, "{out:?}");
+    assert_eq!(out[0].pages_done, 100);
+    let on = |node: i32| {
+        (0..1090u64)
+            .filter(|i| m.sys().placement.get(&(MEMHOG.0, HEAP + i * 4096)) == Some(&node))
+            .count()
+    };
+    assert_eq!((on(1), on(2), on(3)), (387, 50, 50));
+    // A node that does not exist is refused before anything is read.
+    let out = m
+        .apply(&[Action::MoveNodePages {
+            pid: MEMHOG,
+            from: NodeId(1),
+            to: NodeList::from_slice(&[NodeId(9)]),
+            pages: 1,
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Failed);
+}
