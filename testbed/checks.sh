@@ -334,6 +334,45 @@ check_bad_config() {
     if [ "$code" = 1 ] && [ ! -e /tmp/started ] && grep -q 'bad.toml' /tmp/run.err; then ok bad-config; else bad bad-config "exit $code, started: $([ -e /tmp/started ] && echo yes || echo no)"; fi
 }
 
+# Share (percent) of a placement line's pages away from node 0 that are on node N:
+# away_share LINE N.
+away_share() {
+    echo "$1" | tr ' ' '\n' | sed -n 's/^N\([0-9]\)=/\1 /p' |
+        awk -v n="$2" '$1 != 0 {a += $2; if ($1 == n) v = $2} END {if (a) printf "%d", 100 * v / a; else print 0}'
+}
+
+# 10. Remote placement [Choe21] with user-space moves: a program on node 0 fills it and 160 MiB
+# more while node 1 (the kernel's first fallback: nearer than node 3, lower than node 2) holds
+# 200 MiB of another program. First touch: the overflow lands on node 1. hybrid: spread over
+# the near tier, nodes 1 and 2 (each 30-70% of it), never the far node 3 while they have room.
+# usage-aware: to node 2, the less used of the near tier (at least 75% of it). --dry-run:
+# where first touch put it. Every time, the program's data is intact afterwards.
+check_remote_placement() {
+    balancing 0; thp never
+    rondpoint-mgen hold --node 1 --mib 200 --secs 240 > /tmp/hold.out &
+    holder=$!
+    n=0; while ! grep -q holding /tmp/hold.out 2>/dev/null && [ $n -lt 100 ]; do sleep 0.2; n=$((n + 1)); done
+    why=""; seen=""
+    for case in first-touch hybrid usage-aware dry-hybrid; do
+        policy=${case#dry-}; dry=""; [ "$case" = dry-hybrid ] && dry=--dry-run
+        set=""; [ "$policy" != first-touch ] && set="--set $policy.min_move_mib=8"
+        out=$(rondpoint run $dry --policy "$policy" $set --epoch-ms 500 --json -- rondpoint-mgen overflow --over-mib 160 --secs 10 2>/tmp/run.err)
+        line=$(echo "$out" | grep '^mgen placement'); n1=$(away_share "$line" 1); n2=$(away_share "$line" 2); n3=$(away_share "$line" 3)
+        echo "$out" | grep -q '^mgen checksum ok' || why="$why $case: data changed ($(echo "$out" | grep checksum));"
+        case $case in
+            first-touch|dry-hybrid) [ "$n1" -ge 85 ] || why="$why $case: $n1% of the overflow on node 1 ($line);" ;;
+            hybrid) { [ "$n1" -ge 30 ] && [ "$n1" -le 70 ] && [ "$n2" -ge 30 ] && [ "$n2" -le 70 ] && [ "$n3" -le 2 ]; } \
+                || why="$why hybrid: nodes 1/2/3 hold $n1/$n2/$n3% of the overflow ($line);" ;;
+            usage-aware) { [ "$n2" -ge 75 ] && [ "$n3" -le 2 ]; } || why="$why usage-aware: nodes 1/2/3 hold $n1/$n2/$n3% ($line);" ;;
+        esac
+        moved=$(report_sum "$out" move-node-pages pages_done)
+        [ "$case" = dry-hybrid ] && [ "${moved:-0}" -gt 0 ] && why="$why dry run moved $moved pages;"
+        seen="$seen $case $n1/$n2/$n3% (${moved:-0} pages moved);"
+    done
+    kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+    if [ -z "$why" ]; then ok remote-placement "overflow on nodes 1/2/3:$seen"; else bad remote-placement "$why"; fi
+}
+
 # Benchmark (not a check): move_pages throughput of `rondpoint migrate` (batched per node,
 # verified) against numactl's migratepages (one migrate_pages call), moving the same 128 MiB
 # between nodes in the same boot. Under TCG absolute speeds mean little; the ratio is the point.
@@ -360,12 +399,35 @@ bench_migrate() {
     }'
 }
 
+# Benchmark (not a check): the cost of remote placement's user-space moves. The nodes here are
+# 512 MiB, so the overflow is 256 MiB (not the 1 GiB of a larger machine): hybrid spreads the
+# part of it on node 1 (holding 160 MiB of another program) over nodes 1 and 2; printed are
+# the pages it moved, rondpoint's CPU time for the whole run (sampling, queries, moves), and
+# the move rate per CPU-second beside migratepages' rate measured above (bench_migrate).
+bench_remote() {
+    balancing 0; thp never
+    rondpoint-mgen hold --node 1 --mib 160 --secs 240 > /tmp/hold.out &
+    holder=$!
+    n=0; while ! grep -q holding /tmp/hold.out 2>/dev/null && [ $n -lt 100 ]; do sleep 0.2; n=$((n + 1)); done
+    t0=$(cut -d' ' -f1 /proc/uptime)
+    out=$(rondpoint run --policy hybrid --set hybrid.min_move_mib=8 --epoch-ms 500 --json -- rondpoint-mgen overflow --over-mib 256 --secs 10 2>/dev/null)
+    t1=$(cut -d' ' -f1 /proc/uptime)
+    kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+    pages=$(report_sum "$out" move-node-pages pages_done)
+    cpu=$(echo "$out" | sed -n 's/.*"rondpoint_cpu_s": \([0-9.]*\).*/\1/p')
+    echo "${pages:-0} ${cpu:-0} $t0 $t1" | awk '{
+        mb = $1 * 4096 / 1e6
+        if ($1 > 0 && $2 > 0) printf "bench remote: hybrid moved %d pages (%.0f MB) of a 256 MiB overflow in a %.1f s run, rondpoint CPU %.2f s (%.0f MB moved per CPU-second)\n", $1, mb, $4 - $3, $2, mb / $2
+        else print "bench remote: no measurement (" $0 ")"
+    }'
+}
+
 # rondpoint.checks=a,b (kernel command line) runs only those; rondpoint.verbose=1 prints
 # rondpoint's reports; rondpoint.keep: above.
 wanted=$(sed -n 's/.*rondpoint\.checks=\([^ ]*\).*/\1/p' /proc/cmdline)
 verbose=$(sed -n 's/.*rondpoint\.verbose=\([^ ]*\).*/\1/p' /proc/cmdline)
 repeat=$(sed -n 's/.*rondpoint\.repeat=\([0-9]*\).*/\1/p' /proc/cmdline)
-for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefour_own_shared carrefour_own_partitioned daemon_late_threads thp threads exit_early bad_config; do
+for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefour_own_shared carrefour_own_partitioned daemon_late_threads thp threads exit_early bad_config remote_placement; do
     case ",${wanted:-all}," in
         *,"$c",*|*,all,*) ;;
         *) continue ;;
@@ -380,5 +442,5 @@ for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefou
         fi
     done
 done
-case ",${wanted:-all}," in *,all,*|*,bench,*) bench_migrate ;; esac
+case ",${wanted:-all}," in *,all,*|*,bench,*) bench_migrate; bench_remote ;; esac
 echo "TESTBED: $pass passed, $fail failed"

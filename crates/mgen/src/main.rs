@@ -109,6 +109,26 @@ enum Workload {
         #[arg(long, default_value_t = 1.5)]
         secs: f64,
     },
+    /// From node 0, fills node 0's free memory and `over-mib` more (the overflow lands where
+    /// the kernel's fallback, or a policy, puts it), each page written with a pattern; waits
+    /// `secs`, checks every pattern byte, and reports where the pages are and whether the
+    /// data is intact ("mgen checksum ok").
+    Overflow {
+        #[arg(long, default_value_t = 200)]
+        over_mib: usize,
+        #[arg(long, default_value_t = 6.0)]
+        secs: f64,
+    },
+    /// Holds `mib` MiB bound to `node` for `secs` seconds ("mgen holding" once touched), so
+    /// that the node's usage is known.
+    Hold {
+        #[arg(long)]
+        node: u16,
+        #[arg(long)]
+        mib: usize,
+        #[arg(long, default_value_t = 60.0)]
+        secs: f64,
+    },
 }
 
 const PAGE: usize = 4096;
@@ -372,6 +392,13 @@ fn main() -> Result<()> {
             late,
         } => partitioned(m, mib, secs, bound, late, &stop)?,
         Workload::Misplaced { mib, secs } => misplaced(m, mib, secs, &stop)?,
+        Workload::Overflow { over_mib, secs } => overflow(m, over_mib, secs)?,
+        Workload::Hold { node, mib, secs } => {
+            let held = touched_in(mib << 20, Some(node))?;
+            println!("mgen holding {mib} MiB on node {node}");
+            std::thread::sleep(Duration::from_secs_f64(secs));
+            drop(held);
+        }
         Workload::ExitEarly { mib, secs } => {
             m.pin(0)?;
             let buffer = touched(mib)?;
@@ -535,6 +562,55 @@ fn misplaced(m: Machine, mib: usize, secs: f64, stop: &AtomicBool) -> Result<()>
     })?;
     for l in lines {
         println!("{l}");
+    }
+    Ok(())
+}
+
+/// Free bytes of a node, from its sysfs meminfo.
+fn node_free_bytes(node: usize) -> Result<usize> {
+    let path = format!("/sys/devices/system/node/node{node}/meminfo");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    let kb = text
+        .lines()
+        .find(|l| l.contains("MemFree:"))
+        .and_then(|l| l.split_whitespace().rev().nth(1))
+        .and_then(|v| v.parse::<usize>().ok())
+        .with_context(|| format!("no MemFree in {path}"))?;
+    Ok(kb * 1024)
+}
+
+/// The byte written at the start of page `i` (and its complement at the end).
+fn pattern(i: usize) -> u8 {
+    (i.wrapping_mul(31).wrapping_add(7) % 251) as u8
+}
+
+/// Fills node 0 and `over_mib` more from node 0, waits, checks the data, reports placement.
+fn overflow(m: Machine, over_mib: usize, secs: f64) -> Result<()> {
+    m.pin(0)?;
+    let bytes = node_free_bytes(0)? + (over_mib << 20);
+    let buffer = Buffer::new(bytes)?;
+    let buf = buffer.bytes();
+    for (i, page) in buf.chunks(PAGE).enumerate() {
+        page[0].store(pattern(i), Ordering::Relaxed);
+        page[PAGE - 1].store(!pattern(i), Ordering::Relaxed);
+    }
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    let bad = buf
+        .chunks(PAGE)
+        .enumerate()
+        .filter(|(i, page)| {
+            page[0].load(Ordering::Relaxed) != pattern(*i)
+                || page[PAGE - 1].load(Ordering::Relaxed) != !pattern(*i)
+        })
+        .count();
+    println!(
+        "{}",
+        line("placement buffer", &m.placement(buf, Settle::Touch)?)
+    );
+    if bad == 0 {
+        println!("mgen checksum ok");
+    } else {
+        println!("mgen checksum BAD: {bad} pages changed");
     }
     Ok(())
 }
