@@ -175,7 +175,13 @@ pub fn move_off(sys: &mut dyn Sys, index: usize, mut plan: NodePagesPlan<'_>) ->
     if missing > 0 {
         failures.insert(format!("not on {}", plan.from), missing);
     }
-    Outcome::for_pages(index, plan.pages, done, copied, failures.into_iter().collect())
+    Outcome::for_pages(
+        index,
+        plan.pages,
+        done,
+        copied,
+        failures.into_iter().collect(),
+    )
 }
 
 #[cfg(test)]
@@ -232,7 +238,11 @@ mod tests {
         let maps = [mapping(BASE, 16, &[(0, 10), (1, 6)])];
         let mut sys = fake(6);
         let to = [NodeId(2), NodeId(3)];
-        let o = move_off(&mut sys, 0, plan(&to, 4, &maps, &[(2, 1 << 30), (3, 1 << 30)]));
+        let o = move_off(
+            &mut sys,
+            0,
+            plan(&to, 4, &maps, &[(2, 1 << 30), (3, 1 << 30)]),
+        );
         assert_eq!((o.pages_requested, o.pages_done), (4, 4), "{o:?}");
         assert!(o.failures.is_empty(), "{o:?}");
         // Pages 15, 14, 13, 12 (the highest), to nodes 2, 3, 2, 3.
@@ -249,7 +259,12 @@ mod tests {
                 ..
             } = c
             {
-                placed.extend(pages.iter().map(|p| (p - BASE) / 4096).zip(nodes.iter().copied()));
+                placed.extend(
+                    pages
+                        .iter()
+                        .map(|p| (p - BASE) / 4096)
+                        .zip(nodes.iter().copied()),
+                );
             }
         }
         placed.sort_unstable();
@@ -264,7 +279,11 @@ mod tests {
         let mut sys = fake(6);
         let o = move_off(&mut sys, 0, plan(&to, 4, &maps, &[(2, 4096), (3, 0)]));
         assert_eq!(o.pages_done, 1, "{o:?}");
-        assert!(o.failures.contains(&("no room on the target nodes".into(), 3)), "{o:?}");
+        assert!(
+            o.failures
+                .contains(&("no room on the target nodes".into(), 3)),
+            "{o:?}"
+        );
     }
 
     #[test]

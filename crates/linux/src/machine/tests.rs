@@ -967,8 +967,10 @@ fn moves_by_quantity_find_the_pages_on_the_node_through_numa_maps_and_maps() {
     let placement: Vec<(u64, i32)> = (0..1090u64)
         .map(|i| (HEAP + i * 4096, if i >= 1090 - 487 { 1 } else { 0 }))
         .collect();
-    let (_dir, proc_root, mut m) =
-        on_proc_copy(FakeSys::new().with_process(MEMHOG.0, &placement), vec![MEMHOG]);
+    let (_dir, proc_root, mut m) = on_proc_copy(
+        FakeSys::new().with_process(MEMHOG.0, &placement),
+        vec![MEMHOG],
+    );
     std::fs::write(
         proc_root.join("4242/maps"),
         format!(
@@ -987,7 +989,11 @@ fn moves_by_quantity_find_the_pages_on_the_node_through_numa_maps_and_maps() {
             pages: 100,
         }])
         .unwrap();
-    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Applied, "{out:?}");
+    assert_eq!(
+        out[0].status,
+        rondpoint_model::OutcomeStatus::Applied,
+        "{out:?}"
+    );
     assert_eq!(out[0].pages_done, 100);
     let on = |node: i32| {
         (0..1090u64)
