@@ -3,6 +3,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_policy::{PolicyConfig, Registry};
+use rondpoint_safeio::{InputKind, read_text};
 use std::path::PathBuf;
 
 /// `--config` and `--set`: the parameters of every policy a command builds.
@@ -27,8 +28,8 @@ impl PolicyOptions {
         let registry = Registry::builtin();
         let mut config = match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading policy configuration {}", path.display()))?;
+                let text = read_text(path, InputKind::PolicyConfig)
+                    .context("reading the policy configuration")?;
                 PolicyConfig::from_toml(&text)
                     .with_context(|| format!("in policy configuration {}", path.display()))?
             }

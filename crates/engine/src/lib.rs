@@ -23,7 +23,7 @@ use rondpoint_policy::Policy;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use thiserror::Error;
 
 /// A machine the engine can manage: the simulator or a live Linux machine.
@@ -81,10 +81,12 @@ pub trait Machine {
         let _ = request;
     }
 
-    /// The user asked the run to stop (SIGINT, SIGTERM) and the run goes on until the
-    /// managed programs end ([`OnStop::Interrupt`]): a machine that launched a program passes
-    /// the request on to it. By default nothing is done.
-    fn interrupt(&mut self) {}
+    /// The user asked the run to stop with `signal` (SIGINT, SIGTERM, SIGHUP, SIGQUIT; 0 when
+    /// unknown) and the run goes on until the managed programs end ([`OnStop::Interrupt`]): a
+    /// machine that launched a program passes the signal on to it. By default nothing is done.
+    fn interrupt(&mut self, signal: i32) {
+        let _ = signal;
+    }
 }
 
 /// What can stop a run.
@@ -125,10 +127,12 @@ impl Default for EngineConfig {
     }
 }
 
-/// A flag that stops a run when set, and what stopping means.
+/// A flag that stops a run when set, the signal that set it (0 when none is known), and what
+/// stopping means.
 #[derive(Clone, Debug)]
 pub struct StopSignal {
     pub flag: Arc<AtomicBool>,
+    pub signal: Arc<AtomicUsize>,
     pub on_stop: OnStop,
 }
 
@@ -161,7 +165,8 @@ impl Stopping {
         if !self.seen {
             self.seen = true;
             if signal.on_stop == OnStop::Interrupt {
-                machine.interrupt();
+                let signal = signal.signal.load(Ordering::Relaxed);
+                machine.interrupt(i32::try_from(signal).unwrap_or(0));
             }
         }
         signal.on_stop == OnStop::End

@@ -82,7 +82,8 @@ impl Machine for Fake {
     fn finished(&self) -> bool {
         self.epochs_left == 0
     }
-    fn interrupt(&mut self) {
+    fn interrupt(&mut self, signal: i32) {
+        assert_eq!(signal, 15, "the signal received is passed on");
         self.interrupts += 1;
     }
 }
@@ -625,6 +626,7 @@ fn a_stop_signal_ends_the_run_or_interrupts_the_machine_once() {
         let config = EngineConfig {
             stop: Some(StopSignal {
                 flag: Arc::clone(&flag),
+                signal: Arc::new(AtomicUsize::new(15)),
                 on_stop,
             }),
             ..EngineConfig::default()

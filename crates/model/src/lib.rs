@@ -18,6 +18,7 @@ pub mod page;
 pub mod sample;
 pub mod sampling;
 pub mod synthetic;
+pub mod toml_error;
 pub mod topology;
 
 pub use action::{Action, MemPolicy, NodeList, Outcome, OutcomeStatus};

@@ -16,6 +16,7 @@ pub mod registry;
 pub mod remote;
 
 pub use registry::{BUILTIN, Family, Params, PolicyInfo, Registry};
+use rondpoint_model::toml_error;
 use rondpoint_model::{
     Action, Capabilities, Need, Observation, Outcome, ProcessInfo, Sample, SamplingRequest,
     Topology,
@@ -110,7 +111,7 @@ impl PolicyConfig {
     /// and whether their parameters are valid, [`Registry::check`] says.
     pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
         let tables: toml::Table =
-            toml::from_str(text).map_err(|e| PolicyError::Toml(e.to_string()))?;
+            toml::from_str(text).map_err(|e| PolicyError::Toml(toml_error::describe(text, &e)))?;
         for (k, v) in &tables {
             if !v.is_table() {
                 return Err(PolicyError::Config {

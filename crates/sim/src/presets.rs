@@ -2,6 +2,7 @@
 
 use crate::preset::MachinePreset;
 use crate::scenario::Scenario;
+use rondpoint_safeio::InputKind;
 use std::path::Path;
 use thiserror::Error;
 
@@ -54,12 +55,8 @@ pub enum PresetError {
         name: String,
         valid: Vec<String>,
     },
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot read {0}")]
+    Read(#[source] rondpoint_safeio::SafeIoError),
     #[error("{path}: {message}")]
     Parse { path: String, message: String },
 }
@@ -74,10 +71,8 @@ fn lookup<'a>(
     }
     let path = Path::new(name_or_path);
     if name_or_path.ends_with(".toml") || path.components().count() > 1 {
-        let text = std::fs::read_to_string(path).map_err(|source| PresetError::Read {
-            path: name_or_path.to_string(),
-            source,
-        })?;
+        let text =
+            rondpoint_safeio::read_text(path, InputKind::Scenario).map_err(PresetError::Read)?;
         return Ok((name_or_path.to_string(), text));
     }
     Err(PresetError::Unknown {
@@ -90,7 +85,7 @@ fn lookup<'a>(
 fn parse<T: serde::de::DeserializeOwned>(origin: &str, text: &str) -> Result<T, PresetError> {
     toml::from_str(text).map_err(|e| PresetError::Parse {
         path: origin.to_string(),
-        message: e.to_string().trim_end().to_string(),
+        message: rondpoint_model::toml_error::describe(text, &e),
     })
 }
 

@@ -2,7 +2,7 @@
 
 use crate::live::{Live, LiveOptions, LiveRecording, RunReport, drive};
 use crate::signals;
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::{EpochReport, OnStop};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
@@ -76,10 +76,12 @@ impl State {
     }
 }
 
-fn write_state(path: &Path, state: &State) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(state)?)?;
-    std::fs::rename(tmp, path)
+/// Replaces the state file (atomically; never through a link, never over anything but a
+/// regular file).
+fn write_state(path: &Path, state: &State) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(state)?;
+    rondpoint_safeio::write_replacing(path, &bytes)?;
+    Ok(())
 }
 
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
@@ -103,6 +105,11 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let mut recording = opts.recording("daemon", &mut machine)?;
     let started = Instant::now();
     let mut state = State::new(opts);
+    // A state file that cannot be written (a device, a link, a directory, no rights) is an
+    // error now, before anything is managed.
+    if let Some(path) = &args.state_file {
+        write_state(path, &state).context("writing the state file")?;
+    }
     let mut write_error: Option<String> = None;
     let on_epoch = |r: &EpochReport<'_>| {
         if let Some(recording) = recording.as_mut() {
@@ -119,7 +126,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         &mut machine,
         policy.as_mut(),
         &engine,
-        stop,
+        &stop,
         OnStop::End,
         on_epoch,
     )?;

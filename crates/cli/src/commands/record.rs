@@ -12,7 +12,6 @@ use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -58,8 +57,7 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         ..SimConfig::default()
     };
     let mut machine = SimMachine::new(spec, &scenario, sim)?;
-    let file = File::create(&args.output)
-        .with_context(|| format!("creating {}", args.output.display()))?;
+    let file = rondpoint_safeio::create_stream(&args.output).context("creating the recording")?;
     let source = format!(
         "sim machine={} workload={} policy={} seed={}",
         args.machine, args.workload, args.policy, args.seed
@@ -136,8 +134,8 @@ struct ReplayReport<'a> {
 pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
     let config = args.policy_options.config()?;
     let mut policy = rondpoint_policy::build(&args.policy, &config)?;
-    let file =
-        File::open(&args.input).with_context(|| format!("opening {}", args.input.display()))?;
+    let file = rondpoint_safeio::open_input(&args.input, rondpoint_safeio::InputKind::Recording)
+        .context("opening the recording")?;
     let recording = record::read(BufReader::new(file))
         .with_context(|| format!("reading {}", args.input.display()))?;
     let (start, epochs) = record::replay(policy.as_mut(), &recording);

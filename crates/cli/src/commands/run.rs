@@ -41,18 +41,27 @@ fn describe(status: Option<ExitStatus>) -> Option<String> {
     })
 }
 
-/// Runs the command unchanged (a one-node machine has nothing to manage).
+/// Runs the command unchanged (a one-node machine has nothing to manage), passing on the
+/// first SIGINT, SIGTERM, SIGHUP or SIGQUIT to it (a second ends rondpoint at once), and
+/// exits with its status.
 fn run_plain(argv: &[OsString]) -> Result<ExitCode> {
+    let received = signals::install()?;
     let mut sys = RealSys::new();
     let pid = sys
         .spawn(argv, None)
         .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", argv[0].to_string_lossy()))?;
+    let mut passed_on = false;
     loop {
         if let Some(status) = sys
             .try_wait(pid)
             .map_err(|e| anyhow::anyhow!("waiting: {e}"))?
         {
             return Ok(exit_code(Some(status)));
+        }
+        if let (false, Some(signal)) = (passed_on, received.pending()) {
+            passed_on = true;
+            // A child that has just exited is reaped at the next turn.
+            let _ = sys.kill(pid, signal);
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -109,7 +118,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         &mut machine,
         policy.as_mut(),
         &engine,
-        stop,
+        &stop,
         OnStop::Interrupt,
         on_epoch,
     )?;

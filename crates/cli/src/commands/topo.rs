@@ -112,8 +112,8 @@ pub struct LlcReport {
 pub fn run(args: &TopoArgs) -> Result<ExitCode> {
     let mut discovery = discover(&args.sysfs_root).context("reading the NUMA topology")?;
     if let Some(file) = &args.interconnect {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading interconnect file {}", file.display()))?;
+        let text = rondpoint_safeio::read_text(file, rondpoint_safeio::InputKind::Interconnect)
+            .context("reading the interconnect file")?;
         let spec = InterconnectSpec::from_toml(&text)
             .with_context(|| format!("in interconnect file {}", file.display()))?;
         discovery.topology = discovery

@@ -9,6 +9,7 @@ pub use recording::LiveRecording;
 pub use report::RunReport;
 
 use crate::options::PolicyOptions;
+use crate::signals::Received;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::{
@@ -20,7 +21,6 @@ use rondpoint_model::Topology;
 use rondpoint_policy::Policy;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 /// What `rondpoint run` and `rondpoint daemon` share: the policy, its limits and the machine.
 #[derive(Debug, Args)]
@@ -160,13 +160,14 @@ pub fn drive(
     machine: &mut LinuxMachine<RealSys>,
     policy: &mut dyn Policy,
     engine: &EngineConfig,
-    stop: Arc<AtomicBool>,
+    stop: &Received,
     on_stop: OnStop,
     on_epoch: impl FnMut(&EpochReport<'_>),
 ) -> Result<Accounting> {
     let engine = EngineConfig {
         stop: Some(StopSignal {
-            flag: stop,
+            flag: Arc::clone(&stop.stop),
+            signal: Arc::clone(&stop.signal),
             on_stop,
         }),
         ..engine.clone()

@@ -40,8 +40,7 @@ impl LiveRecording {
         capabilities: &Capabilities,
         max_samples: Option<usize>,
     ) -> Result<Self> {
-        let file = File::create(path)
-            .with_context(|| format!("creating the recording {}", path.display()))?;
+        let file = rondpoint_safeio::create_stream(path).context("creating the recording")?;
         Ok(Self {
             path: path.to_path_buf(),
             source,

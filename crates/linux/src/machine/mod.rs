@@ -459,9 +459,10 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         }
     }
 
-    /// Passes SIGTERM on to the launched program, once it has started and until it ends.
-    fn interrupt(&mut self) {
-        let _ = stop(self, libc::SIGTERM);
+    /// Passes the signal (SIGTERM when unknown) on to the launched program, once it has started
+    /// and until it ends.
+    fn interrupt(&mut self, signal: i32) {
+        let _ = stop(self, if signal > 0 { signal } else { libc::SIGTERM });
     }
 }
 

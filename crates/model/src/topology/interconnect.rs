@@ -107,7 +107,8 @@ pub struct InterconnectSpecWithOrigin {
 impl InterconnectSpec {
     /// Parses the TOML form.
     pub fn from_toml(text: &str) -> Result<Self, TopologyError> {
-        toml::from_str(text).map_err(|e| TopologyError::InterconnectToml(e.to_string()))
+        toml::from_str(text)
+            .map_err(|e| TopologyError::InterconnectToml(crate::toml_error::describe(text, &e)))
     }
 }
 

@@ -1,0 +1,41 @@
+//! TOML parse errors described by place and reason only. The `toml` crate's own message quotes
+//! the offending line, which for a file a user points rondpoint at by mistake (it often runs as
+//! root: `--config /etc/shadow`) would print a line of that file.
+
+/// "line L, column C: REASON" for an error in `text` (the reason alone when the parser gives
+/// no place).
+pub fn describe(text: &str, e: &toml::de::Error) -> String {
+    let reason = e.message().trim_end();
+    match e.span() {
+        Some(span) => {
+            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            format!("line {line}, column {column}: {reason}")
+        }
+        None => reason.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_and_reason_are_given_and_the_content_is_not() {
+        let text = "a = 1\nsecret_password = hunter2\n";
+        let e = toml::from_str::<toml::Table>(text).unwrap_err();
+        let d = describe(text, &e);
+        assert!(d.starts_with("line 2, column 19: "), "{d}");
+        assert!(!d.contains("hunter2") && !d.contains("secret"), "{d}");
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Known {
+            #[allow(dead_code)]
+            a: i64,
+        }
+        let e = toml::from_str::<Known>("a = 1\nb = 2\n").unwrap_err();
+        let d = describe("a = 1\nb = 2\n", &e);
+        assert!(d.starts_with("line 2, column 1: unknown field `b`"), "{d}");
+    }
+}
