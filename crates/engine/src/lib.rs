@@ -96,6 +96,8 @@ pub enum EngineError {
     ZeroEpoch,
     #[error(transparent)]
     Unsupported(#[from] Unmet),
+    #[error("{policy} cannot manage these processes: {reason}")]
+    Refused { policy: String, reason: String },
 }
 
 /// Engine settings.
@@ -245,8 +247,9 @@ pub struct EpochReport<'a> {
 }
 
 /// Runs `policy` on `machine` until every program finishes, the time limit passes or a stop
-/// signal ends it. The policy's needs are checked against the machine's capabilities first:
-/// an unmet need is an error before anything is touched. `on_epoch` is called after each
+/// signal ends it. The policy's needs are checked against the machine's capabilities first,
+/// and the processes against what the policy can manage ([`Policy::check`]): either refusal
+/// is an error before anything is touched. `on_epoch` is called after each
 /// epoch (progress, logs, recording).
 pub fn run<M: Machine + ?Sized, C: Clock>(
     machine: &mut M,
@@ -263,6 +266,12 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         reduced: capabilities.check(policy.name(), &policy.needs())?,
         ..Accounting::default()
     };
+    policy
+        .check(machine.topology(), machine.processes().len())
+        .map_err(|reason| EngineError::Refused {
+            policy: policy.name().to_string(),
+            reason,
+        })?;
     policy.configure(&capabilities);
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
     machine.set_sampling(&policy.sampling());
