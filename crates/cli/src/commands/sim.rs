@@ -7,7 +7,7 @@ use clap::Args;
 use rondpoint_engine::EngineConfig;
 use rondpoint_sim::experiment::{self, RunResult};
 use rondpoint_sim::spec::MachineSpec;
-use rondpoint_sim::{SimConfig, presets};
+use rondpoint_sim::{SimConfig, multiprogram, presets};
 use serde::Serialize;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -66,6 +66,19 @@ pub struct SimArgs {
     /// Most megabytes a policy may move, interleave or replicate per epoch.
     #[arg(long, value_name = "MB")]
     max_mb_per_epoch: Option<u64>,
+
+    /// Home each application's memory on a node, one digit per application in order
+    /// ("0001": the first three on node 0, the fourth on node 1), as [Majo11]'s allocation
+    /// maps do; overrides the workloads' own `membind`.
+    #[arg(long, value_name = "MAP")]
+    allocation_map: Option<String>,
+
+    /// Carry out two adjacent pins that exchange two threads' cores together. Without it, the
+    /// simulator runs one thread per core and a pin onto a busy core fails, so a policy that
+    /// exchanges processes on a machine with every core busy (N-MASS on 8 processes and 8
+    /// cores) cannot.
+    #[arg(long)]
+    exchange_pins: bool,
 
     /// Print JSON (schema in docs/json/sim.md) instead of a table.
     #[arg(long)]
@@ -129,13 +142,19 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     }
     let mut seen = std::collections::HashSet::new();
     policies.retain(|p| seen.insert(p.clone()));
-    let scenarios = args
+    let mut scenarios = args
         .workload
         .iter()
         .map(|w| presets::workload(w).map_err(anyhow::Error::from))
         .collect::<Result<Vec<_>>>()?;
+    if let Some(map) = &args.allocation_map {
+        for s in &mut scenarios {
+            *s = multiprogram::with_homes(&spec, s, map).map_err(anyhow::Error::msg)?;
+        }
+    }
     let sim = SimConfig {
         seed: args.seed,
+        exchange_pins: args.exchange_pins,
         ..SimConfig::default()
     };
     let engine = EngineConfig {
@@ -149,10 +168,30 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     let progress = !args.quiet;
     let live = progress && std::io::stderr().is_terminal();
     let total = scenarios.len() * policies.len();
+    let registry = rondpoint_policy::Registry::builtin();
+    let profiled = policies
+        .iter()
+        .any(|p| registry.info(p).is_ok_and(multiprogram::takes_profiles));
     let mut results = Vec::with_capacity(total);
     for scenario in &scenarios {
+        let several = scenario.apps.len() > 1;
+        let solo = if several || profiled {
+            if progress {
+                eprintln!("{} / {}: each program alone", spec.name, scenario.name);
+            }
+            Some(
+                multiprogram::solo_runs(&spec, scenario, &sim, &engine, profiled)
+                    .with_context(|| format!("running the programs of {} alone", scenario.name))?,
+            )
+        } else {
+            None
+        };
         for p in &policies {
-            let mut policy = rondpoint_policy::build(p, &config)?;
+            let mut config = config.clone();
+            if let Some(solo) = &solo {
+                multiprogram::fill_profiles(&mut config, registry.info(p)?, solo)?;
+            }
+            let build = || rondpoint_policy::build(p, &config);
             let started = Instant::now();
             let label = format!(
                 "[{}/{total}] {} / {} / {p}",
@@ -160,11 +199,25 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
                 spec.name,
                 scenario.name
             );
-            let r = experiment::run(&spec, scenario, policy.as_mut(), &sim, &engine, |t| {
-                if live {
-                    eprint!("\r{label}: {t:.0} simulated s");
-                }
-            })
+            let slowdowns = solo.as_ref().filter(|_| several);
+            let r = experiment::run_policy(
+                &spec,
+                scenario,
+                &build,
+                &sim,
+                &engine,
+                slowdowns,
+                |k, n, t| {
+                    if live {
+                        let of = if n > 1 {
+                            format!(" (placement {}/{n})", k + 1)
+                        } else {
+                            String::new()
+                        };
+                        eprint!("\r{label}{of}: {t:.0} simulated s");
+                    }
+                },
+            )
             .with_context(|| format!("running {} under {p}", scenario.name))?;
             if progress {
                 let wall = started.elapsed().as_secs_f64();
@@ -240,6 +293,61 @@ pub fn render_table(results: &[RunResult]) -> String {
          latency in core cycles;\nLAR: local access ratio; MC/IC imb: std. dev. of memory-controller \
          / link load as % of the mean;\npages in 4 KiB units; overhead: thread time spent on \
          placement mechanisms.\n",
+    );
+    out.push_str(&render_slowdowns(results));
+    out
+}
+
+/// The slowdowns of the multiprogrammed runs, one row per run, one column per program
+/// (empty when no run has them).
+fn render_slowdowns(results: &[RunResult]) -> String {
+    let runs: Vec<(&RunResult, &multiprogram::Multiprogram)> = results
+        .iter()
+        .filter_map(|r| r.multiprogram.as_ref().map(|m| (r, m)))
+        .collect();
+    let mut out = String::new();
+    let mut names: Vec<&str> = Vec::new();
+    for (_, m) in &runs {
+        for a in &m.apps {
+            if !names.contains(&a.name.as_str()) {
+                names.push(&a.name);
+            }
+        }
+    }
+    if runs.is_empty() {
+        return out;
+    }
+    let pct = |x: f64, range: Option<[f64; 2]>| match range {
+        Some([lo, hi]) => format!("{x:.1}% ({lo:.0}..{hi:.0})"),
+        None => format!("{x:.1}%"),
+    };
+    let rows = runs
+        .iter()
+        .map(|(r, m)| {
+            let mut row = vec![r.workload.clone(), r.policy.clone()];
+            row.extend(names.iter().map(|n| {
+                m.apps
+                    .iter()
+                    .find(|a| a.name == *n)
+                    .map_or_else(|| "-".into(), |a| pct(a.slowdown_pct, a.range_pct))
+            }));
+            row.push(pct(m.average_pct, m.average_range_pct));
+            row
+        })
+        .collect();
+    let mut header = vec!["workload", "policy"];
+    header.extend(names.iter().copied());
+    header.push("average");
+    let mut right = vec![false, false];
+    right.extend(std::iter::repeat_n(true, names.len() + 1));
+    out.push_str(
+        "\nslowdown of each program over its solo run (the paper's way, [Majo11 §4.1]):\n\n",
+    );
+    out.push_str(&format::table(&header, &right, rows));
+    out.push_str(
+        "\n\nsolo run: the program alone on its home node; average: over the programs; \
+         (lo..hi): range over the placements a policy stands for (default: every CPU-balanced \
+         split).\n",
     );
     out
 }

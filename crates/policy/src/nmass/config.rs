@@ -16,54 +16,111 @@ pub enum PenaltySource {
     Regression,
 }
 
-/// How `maximum-local` and `n-mass` know each process's NUMA penalty, CPI remote / CPI local
-/// [Majo11 Eq. 1]: the factor by which running away from its memory slows it down.
+/// Where a process's MPKI comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MpkiSource {
+    /// Measured each epoch from its threads' instructions and LLC misses, as N-MASS is
+    /// designed to sample them [Majo11 §3.4].
+    Measured,
+    /// Per program, from profiling runs (`profile`): what the prototype the paper evaluated
+    /// replays from its trace files (§3.4), known before the programs start and unchanged by
+    /// contention.
+    Profile,
+}
+
+/// What a profiling run measured of one program.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// NUMA penalty, CPI remote / CPI local [Majo11 Eq. 1] (a ratio, 1 when remote costs
+    /// nothing): the program alone, once local and once remote (§3.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_penalty: Option<f64>,
+    /// MPKI of the program alone and local (LLC misses per thousand instructions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpki: Option<f64>,
+}
+
+/// What `maximum-local` and `n-mass` decide from: each process's NUMA penalty and MPKI, and
+/// when to decide again.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct PenaltyConfig {
-    /// `"profile"` or `"regression"`. Default `"profile"`, the mode of [Majo11 §4.3-4.4].
-    pub source: PenaltySource,
-    /// NUMA penalty per program, by command name (a ratio, 1 when remote costs nothing), used
-    /// with `source = "profile"`. Default empty: `rondpoint sim` fills it, for the programs of
-    /// the workload that are not given here, with penalties it measures the paper's way (each
-    /// program alone, once local and once remote, [Majo11 §3.2]); on a live machine give them
-    /// (from such runs). A program missing here gets the regression's estimate (ours).
-    pub profile: BTreeMap<String, f64>,
+pub struct Inputs {
+    /// `"profile"` or `"regression"`. Default `"profile"`, the mode of [Majo11 §4.3-4.4]; a
+    /// program with no profiled penalty gets the regression's estimate (ours).
+    pub penalty: PenaltySource,
+    /// `"measured"` or `"profile"`. Default `"measured"`, the design (§3.4) and the only way
+    /// on a live machine without profiles; a program with no profiled MPKI is measured.
+    pub mpki: MpkiSource,
+    /// Profiling results by program (command name). Default empty: `rondpoint sim` fills in,
+    /// for the workload's programs not given here, what it measures the paper's way (each
+    /// program alone, local and remote, §3.2); on a live machine give them from such runs.
+    pub profile: BTreeMap<String, Profile>,
     /// Intercept of the fit NP = intercept + slope x MPKI. Default 1.05 [Majo11 §4.5] (whose
     /// text swaps the words intercept and slope; a penalty of 1.05 at no misses is the
-    /// reading that fits Figure 7's range of 1.0 to 1.46, §4.1).
+    /// reading that fits the 1.0 to 1.46 range of §4.1).
     pub regression_intercept: f64,
     /// Slope of that fit (penalty per MPKI). Default 0.015 [Majo11 §4.5] (fitted without mcf
     /// and without the programs under 1 MPKI).
     pub regression_slope: f64,
+    /// Map again when a process's MPKI changed by more than this fraction of its MPKI over
+    /// the previous epoch (0.2 = 20%). Default 0.2 [Majo11 §3.4]. The epoch is the engine's
+    /// (`--epoch-ms`, default 1 s, §3.4).
+    pub mpki_change_to_redecide: f64,
 }
 
-impl Default for PenaltyConfig {
+impl Default for Inputs {
     fn default() -> Self {
         Self {
-            source: PenaltySource::Profile,
+            penalty: PenaltySource::Profile,
+            mpki: MpkiSource::Measured,
             profile: BTreeMap::new(),
             regression_intercept: 1.05,
             regression_slope: 0.015,
+            mpki_change_to_redecide: 0.2,
         }
     }
 }
 
-impl PenaltyConfig {
+impl Inputs {
     /// The NUMA penalty of program `comm` at `mpki`.
-    pub fn of(&self, comm: &str, mpki: f64) -> f64 {
-        match (self.source, self.profile.get(comm)) {
-            (PenaltySource::Profile, Some(&np)) => np,
+    pub fn penalty_of(&self, comm: &str, mpki: f64) -> f64 {
+        let profiled = self.profile.get(comm).and_then(|p| p.numa_penalty);
+        match (self.penalty, profiled) {
+            (PenaltySource::Profile, Some(np)) => np,
             _ => self.regression_intercept + self.regression_slope * mpki.max(0.0),
         }
     }
 
-    /// Whether the penalties depend on the MPKI (the regression, for at least some program).
-    pub fn uses_mpki(&self) -> bool {
-        self.source == PenaltySource::Regression
+    /// The profiled MPKI of program `comm`, when the MPKI comes from the profile.
+    pub fn profiled_mpki(&self, comm: &str) -> Option<f64> {
+        match self.mpki {
+            MpkiSource::Profile => self.profile.get(comm).and_then(|p| p.mpki),
+            MpkiSource::Measured => None,
+        }
     }
 
-    fn check(&self, policy: &str) -> Result<(), PolicyError> {
+    /// Whether decisions on program `comm` read its measured MPKI: for its penalty (the
+    /// regression) or, with `refine`, for its pressure.
+    pub fn measures(&self, comm: &str, refine: bool) -> bool {
+        if self.profiled_mpki(comm).is_some() {
+            return false;
+        }
+        let profiled_np = self.penalty == PenaltySource::Profile
+            && self
+                .profile
+                .get(comm)
+                .is_some_and(|p| p.numa_penalty.is_some());
+        refine || !profiled_np
+    }
+
+    /// Whether a machine must count MPKI for these inputs whatever the programs.
+    pub fn needs_counters(&self, refine: bool) -> bool {
+        self.mpki == MpkiSource::Measured && (refine || self.penalty == PenaltySource::Regression)
+    }
+
+    pub(super) fn check(&self, policy: &str) -> Result<(), PolicyError> {
         let bad = |message: String| PolicyError::Config {
             policy: policy.to_string(),
             message,
@@ -74,55 +131,46 @@ impl PenaltyConfig {
             && self.regression_slope >= 0.0)
         {
             return Err(bad(
-                "penalty.regression_intercept must be positive and penalty.regression_slope \
+                "inputs.regression_intercept must be positive and inputs.regression_slope \
                  not negative"
                     .into(),
             ));
         }
-        if let Some((name, v)) = self
-            .profile
-            .iter()
-            .find(|(_, v)| !(v.is_finite() && **v > 0.0))
-        {
+        if !(self.mpki_change_to_redecide.is_finite() && self.mpki_change_to_redecide >= 0.0) {
             return Err(bad(format!(
-                "penalty.profile.{name} = {v}: a NUMA penalty is a positive ratio"
+                "inputs.mpki_change_to_redecide must be a fraction, not {}",
+                self.mpki_change_to_redecide
             )));
+        }
+        for (name, p) in &self.profile {
+            if let Some(v) = p.numa_penalty.filter(|v| !positive(*v)) {
+                return Err(bad(format!(
+                    "inputs.profile.{name}.numa_penalty = {v}: a NUMA penalty is a positive ratio"
+                )));
+            }
+            if let Some(v) = p.mpki.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(bad(format!(
+                    "inputs.profile.{name}.mpki = {v}: an MPKI is not negative"
+                )));
+            }
         }
         Ok(())
     }
 }
 
-/// `[maximum-local]` parameters.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// `[maximum-local]` parameters: only its inputs (Algorithm 2 reads penalties and homes; with
+/// profiled penalties it maps again only when processes come or go).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MaximumLocalConfig {
-    pub penalty: PenaltyConfig,
-    /// Map again when a process's MPKI changed by more than this fraction of its MPKI over
-    /// the previous epoch (0.2 = 20%). Default 0.2 [Majo11 §3.4]. Used only when the penalties
-    /// come from the MPKI (the regression): Algorithm 2 itself reads only penalties and homes,
-    /// so with profiled penalties maximum-local maps again only when processes come or go.
-    /// The epoch is the engine's (`--epoch-ms`, default 1 s, the paper's §3.4).
-    pub mpki_change_to_redecide: f64,
-}
-
-impl Default for MaximumLocalConfig {
-    fn default() -> Self {
-        Self {
-            penalty: PenaltyConfig::default(),
-            mpki_change_to_redecide: 0.2,
-        }
-    }
+    pub inputs: Inputs,
 }
 
 /// `[n-mass]` parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct NMassConfig {
-    pub penalty: PenaltyConfig,
-    /// Map again when a process's MPKI changed by more than this fraction of its MPKI over
-    /// the previous epoch. Default 0.2 [Majo11 §3.4]. The epoch is the engine's (default 1 s,
-    /// §3.4).
-    pub mpki_change_to_redecide: f64,
+    pub inputs: Inputs,
     /// THRESHOLD of Algorithm 3 (MPKI): a process is moved off its home only if the cache it
     /// goes to stays under this penalty-weighted pressure. Default 60 [Majo11 §3.4], found
     /// empirically as the pressure at which the paper's machine saturates its QPI link.
@@ -149,8 +197,7 @@ pub struct NMassConfig {
 impl Default for NMassConfig {
     fn default() -> Self {
         Self {
-            penalty: PenaltyConfig::default(),
-            mpki_change_to_redecide: 0.2,
+            inputs: Inputs::default(),
             threshold_mpki: 60.0,
             scale_threshold_by_link: true,
             reference_link_gbs: 11.72,
@@ -159,17 +206,9 @@ impl Default for NMassConfig {
     }
 }
 
-impl MaximumLocalConfig {
-    pub(super) fn check(&self, policy: &str) -> Result<(), PolicyError> {
-        self.penalty.check(policy)?;
-        check_fraction(policy, self.mpki_change_to_redecide)
-    }
-}
-
 impl NMassConfig {
     pub(super) fn check(&self, policy: &str) -> Result<(), PolicyError> {
-        self.penalty.check(policy)?;
-        check_fraction(policy, self.mpki_change_to_redecide)?;
+        self.inputs.check(policy)?;
         let positive = |x: f64| x.is_finite() && x > 0.0;
         if !(positive(self.threshold_mpki) && positive(self.reference_link_gbs)) {
             return Err(PolicyError::Config {
@@ -178,16 +217,5 @@ impl NMassConfig {
             });
         }
         Ok(())
-    }
-}
-
-fn check_fraction(policy: &str, x: f64) -> Result<(), PolicyError> {
-    if x.is_finite() && x >= 0.0 {
-        Ok(())
-    } else {
-        Err(PolicyError::Config {
-            policy: policy.to_string(),
-            message: format!("mpki_change_to_redecide must be a fraction, not {x}"),
-        })
     }
 }

@@ -33,7 +33,7 @@ mod view;
 #[cfg(test)]
 mod tests;
 
-pub use config::{MaximumLocalConfig, NMassConfig, PenaltyConfig, PenaltySource};
+pub use config::{Inputs, MaximumLocalConfig, MpkiSource, NMassConfig, PenaltySource, Profile};
 pub use default::{DefaultConfig, DefaultSchedule, balanced_splits};
 pub use maxlocal::{Proc, Processors, map_maxlocal};
 pub use refine::{Decision, RefineParams, Refinement, refine_mapping};
@@ -59,8 +59,7 @@ struct Refine {
 #[derive(Clone, Debug)]
 pub struct NMass {
     name: &'static str,
-    penalty: PenaltyConfig,
-    redecide: f64,
+    inputs: Inputs,
     /// `None` for maximum-local.
     refine: Option<Refine>,
     /// Each process's MPKI over the previous epoch.
@@ -76,13 +75,8 @@ pub struct NMass {
 impl NMass {
     /// `maximum-local`: Algorithm 2 alone.
     pub fn maximum_local(config: MaximumLocalConfig) -> Result<Self, PolicyError> {
-        config.check("maximum-local")?;
-        Ok(Self::with(
-            "maximum-local",
-            config.penalty,
-            config.mpki_change_to_redecide,
-            None,
-        ))
+        config.inputs.check("maximum-local")?;
+        Ok(Self::with("maximum-local", config.inputs, None))
     }
 
     /// `n-mass`: Algorithm 1 (2 then 3).
@@ -94,24 +88,13 @@ impl NMass {
             reference_bytes_per_s: config.reference_link_gbs * 1e9,
             swap_when_full: config.swap_when_full,
         };
-        Ok(Self::with(
-            "n-mass",
-            config.penalty,
-            config.mpki_change_to_redecide,
-            Some(refine),
-        ))
+        Ok(Self::with("n-mass", config.inputs, Some(refine)))
     }
 
-    fn with(
-        name: &'static str,
-        penalty: PenaltyConfig,
-        redecide: f64,
-        refine: Option<Refine>,
-    ) -> Self {
+    fn with(name: &'static str, inputs: Inputs, refine: Option<Refine>) -> Self {
         Self {
             name,
-            penalty,
-            redecide,
+            inputs,
             refine,
             last_mpki: BTreeMap::new(),
             mapped: BTreeSet::new(),
@@ -120,14 +103,18 @@ impl NMass {
         }
     }
 
-    /// Whether the decisions read the MPKI: n-mass always; maximum-local when a penalty comes
-    /// from the regression (its source, or a program missing from the profile).
-    fn uses_mpki(&self, managed: &[Managed]) -> bool {
-        self.refine.is_some()
-            || self.penalty.uses_mpki()
-            || managed
-                .iter()
-                .any(|m| !self.penalty.profile.contains_key(&m.comm))
+    /// Whether the decisions on process `m` read its measured MPKI.
+    fn measures(&self, m: &Managed) -> bool {
+        self.inputs.measures(&m.comm, self.refine.is_some())
+    }
+
+    /// The MPKI the decisions take for process `m`: profiled, else measured over the last
+    /// epoch, else 0 (not known yet).
+    fn mpki_of(&self, m: &Managed) -> f64 {
+        self.inputs
+            .profiled_mpki(&m.comm)
+            .or_else(|| self.last_mpki.get(&m.pid).copied())
+            .unwrap_or(0.0)
     }
 
     /// THRESHOLD as used on this machine.
@@ -143,10 +130,10 @@ impl NMass {
         let procs: Vec<Proc> = managed
             .iter()
             .map(|m| {
-                let mpki = self.last_mpki.get(&m.pid).copied().unwrap_or(0.0);
+                let mpki = self.mpki_of(m);
                 Proc {
                     home: m.home,
-                    np: self.penalty.of(&m.comm, mpki),
+                    np: self.inputs.penalty_of(&m.comm, mpki),
                     mpki,
                 }
             })
@@ -171,21 +158,22 @@ impl NMass {
         }
     }
 
-    /// Whether to map again: new or gone processes, or an MPKI that moved by more than the
-    /// re-decision fraction since the previous epoch (a process without a previous MPKI
-    /// counts as moved).
+    /// Whether to map again: new or gone processes, or a measured MPKI that moved by more
+    /// than the re-decision fraction since the previous epoch (a process without a previous
+    /// MPKI counts as moved).
     fn changed(&self, managed: &[Managed], mpki: &BTreeMap<Pid, f64>) -> bool {
         let pids: BTreeSet<Pid> = managed.iter().map(|m| m.pid).collect();
         if pids != self.mapped {
             return true;
         }
-        self.uses_mpki(managed)
-            && mpki
-                .iter()
-                .any(|(pid, &now)| match self.last_mpki.get(pid) {
-                    Some(&before) => (now - before).abs() > self.redecide * before,
-                    None => true,
-                })
+        let limit = self.inputs.mpki_change_to_redecide;
+        managed.iter().filter(|m| self.measures(m)).any(|m| {
+            match (mpki.get(&m.pid), self.last_mpki.get(&m.pid)) {
+                (Some(&now), Some(&before)) => (now - before).abs() > limit * before,
+                (Some(_), None) => true,
+                _ => false,
+            }
+        })
     }
 
     /// Maps `managed` and returns the pins that carry it out.
@@ -218,7 +206,7 @@ impl Policy for NMass {
             Capability::PinThreads,
             "to map each process onto a core",
         )];
-        if self.refine.is_some() || self.penalty.uses_mpki() {
+        if self.inputs.needs_counters(self.refine.is_some()) {
             needs.push(
                 Need::one(
                     Capability::ThreadCounters,

@@ -66,6 +66,14 @@ fn observed(procs: &[ProcessInfo], mpki: &[f64]) -> Observation {
     }
 }
 
+/// A profile with a NUMA penalty only.
+fn np(numa_penalty: f64) -> Profile {
+    Profile {
+        numa_penalty: Some(numa_penalty),
+        mpki: None,
+    }
+}
+
 fn pin(pid: i32, cpu: u32) -> Action {
     Action::PinThread {
         pid: Pid(pid),
@@ -90,8 +98,8 @@ fn apply(policy: &mut NMass, procs: &mut [ProcessInfo], actions: &[Action]) {
 
 fn n_mass() -> NMass {
     let mut c = NMassConfig::default();
-    c.penalty.profile.insert("a".into(), 1.3);
-    c.penalty.profile.insert("b".into(), 1.2);
+    c.inputs.profile.insert("a".into(), np(1.3));
+    c.inputs.profile.insert("b".into(), np(1.2));
     NMass::refined(c).unwrap()
 }
 
@@ -133,8 +141,8 @@ fn maps_again_only_when_an_mpki_moves_by_more_than_20_percent() {
 #[test]
 fn the_threshold_scales_with_the_narrowest_link() {
     let mut c = NMassConfig::default();
-    c.penalty.profile.insert("a".into(), 1.3);
-    c.penalty.profile.insert("b".into(), 1.2);
+    c.inputs.profile.insert("a".into(), np(1.3));
+    c.inputs.profile.insert("b".into(), np(1.2));
     let t = topo();
     let procs = vec![process(1, "a", 0, 0), process(2, "b", 1, 0)];
     let mut wide = observed(&procs, &[60.0, 60.0]);
@@ -154,8 +162,8 @@ fn maximum_local_ignores_pressure_and_regression_penalties_follow_mpki() {
     let t = topo();
     let procs = vec![process(1, "a", 0, 0), process(2, "b", 1, 0)];
     let mut c = MaximumLocalConfig::default();
-    c.penalty.profile.insert("a".into(), 1.3);
-    c.penalty.profile.insert("b".into(), 1.2);
+    c.inputs.profile.insert("a".into(), np(1.3));
+    c.inputs.profile.insert("b".into(), np(1.2));
     let mut ml = NMass::maximum_local(c).unwrap();
     let mut seen = procs.clone();
     let start = ml.start(&t, &seen);
@@ -165,7 +173,7 @@ fn maximum_local_ignores_pressure_and_regression_penalties_follow_mpki() {
     // takes processor 0 and a overflows, the two exchanging cores.
     let t = TopologyBuilder::new(2).build().unwrap();
     let mut c = MaximumLocalConfig::default();
-    c.penalty.source = PenaltySource::Regression;
+    c.inputs.penalty = PenaltySource::Regression;
     let mut ml = NMass::maximum_local(c).unwrap();
     let mut seen = procs.clone();
     let start = ml.start(&t, &seen);
@@ -207,7 +215,7 @@ fn needs_thread_counters_exactly_when_it_reads_the_mpki() {
         &NMass::maximum_local(MaximumLocalConfig::default()).unwrap()
     ));
     let mut c = MaximumLocalConfig::default();
-    c.penalty.source = PenaltySource::Regression;
+    c.inputs.penalty = PenaltySource::Regression;
     assert!(counters(&NMass::maximum_local(c).unwrap()));
     let machine = Capabilities::all().with(
         Capability::ThreadCounters,
@@ -237,6 +245,37 @@ fn bad_parameters_are_refused() {
     };
     assert!(NMass::refined(c).is_err());
     let mut c = NMassConfig::default();
-    c.penalty.profile.insert("x".into(), -1.0);
+    c.inputs.profile.insert("x".into(), np(-1.0));
     assert!(NMass::refined(c).is_err());
+}
+
+#[test]
+fn with_profiled_mpki_the_whole_mapping_is_decided_at_start_and_kept() {
+    let mut c = NMassConfig::default();
+    c.inputs.mpki = MpkiSource::Profile;
+    for (name, penalty) in [("a", 1.3), ("b", 1.2)] {
+        c.inputs.profile.insert(
+            name.into(),
+            Profile {
+                numa_penalty: Some(penalty),
+                mpki: Some(10.0),
+            },
+        );
+    }
+    let mut p = NMass::refined(c).unwrap();
+    let t = topo();
+    let mut procs = vec![process(1, "a", 4, 0), process(2, "b", 5, 0)];
+    let start = p.start(&t, &procs);
+    assert_eq!(
+        start,
+        vec![pin(2, 5), pin(1, 0)],
+        "b already on processor 1"
+    );
+    apply(&mut p, &mut procs, &start);
+    assert!(
+        p.needs()
+            .iter()
+            .all(|n| n.any_of != [Capability::ThreadCounters])
+    );
+    assert!(p.decide(&t, &observed(&procs, &[50.0, 50.0])).is_empty());
 }
