@@ -261,18 +261,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     if config.epoch_ns == 0 {
         return Err(EngineError::ZeroEpoch);
     }
-    let capabilities = machine.capabilities();
-    let mut acct = Accounting {
-        reduced: capabilities.check(policy.name(), &policy.needs())?,
-        ..Accounting::default()
-    };
-    policy
-        .check(machine.topology(), machine.processes().len())
-        .map_err(|reason| EngineError::Refused {
-            policy: policy.name().to_string(),
-            reason,
-        })?;
-    policy.configure(&capabilities);
+    let mut acct = admit(machine, policy)?;
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
     machine.set_sampling(&policy.sampling());
 
@@ -348,6 +337,28 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             break;
         }
     }
+    Ok(acct)
+}
+
+/// Checks that the machine meets the policy's needs and that the policy can manage the
+/// machine's processes, then tells the policy what the machine offers; the accounting starts
+/// with what the policy runs without exactly.
+fn admit<M: Machine + ?Sized>(
+    machine: &mut M,
+    policy: &mut dyn Policy,
+) -> Result<Accounting, EngineError> {
+    let capabilities = machine.capabilities();
+    let acct = Accounting {
+        reduced: capabilities.check(policy.name(), &policy.needs())?,
+        ..Accounting::default()
+    };
+    policy
+        .check(machine.topology(), machine.processes().len())
+        .map_err(|reason| EngineError::Refused {
+            policy: policy.name().to_string(),
+            reason,
+        })?;
+    policy.configure(&capabilities);
     Ok(acct)
 }
 

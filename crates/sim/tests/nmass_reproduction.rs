@@ -352,10 +352,10 @@ fn nmass_fig4_fig5_soplex_clones_between_locality_and_contention() {
         let slowdown = mean(&r.slowdown);
         println!(
             "fig4/5: {local} local: locality {:.0}%, MPKI +{rise:.0}%, average slowdown \
-             {slowdown:.1}% (local {:?}, remote {:?})",
+             {slowdown:.1}% (clone 1 {:.1}%, clone 4 {:.1}%)",
             100.0 * r.locality,
-            r.slowdown.first().map(|x| (x * 10.0).round() / 10.0),
-            r.slowdown.last().map(|x| (x * 10.0).round() / 10.0),
+            r.slowdown[0],
+            r.slowdown[3],
         );
         rows.push((local, r.locality, rise, slowdown));
     }

@@ -5,7 +5,9 @@ use crate::options::PolicyOptions;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::EngineConfig;
+use rondpoint_policy::{PolicyConfig, Registry};
 use rondpoint_sim::experiment::{self, RunResult};
+use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, multiprogram, presets};
 use serde::Serialize;
@@ -118,118 +120,10 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         list();
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(machine_name) = &args.machine else {
-        bail!("--machine is required");
-    };
-    if args.epoch_ms == 0 {
-        bail!("--epoch-ms must be at least 1");
-    }
-    let preset = presets::machine(machine_name)?;
-    let spec = MachineSpec::from_preset(&preset)?;
-    let config = args.policy_options.config()?;
-    let mut policies: Vec<String> = Vec::new();
-    for p in &args.policy {
-        if p == "all" {
-            policies.extend(
-                rondpoint_policy::Registry::builtin()
-                    .all()
-                    .map(str::to_string),
-            );
-        } else {
-            rondpoint_policy::build(p, &config)?;
-            policies.push(p.clone());
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    policies.retain(|p| seen.insert(p.clone()));
-    let mut scenarios = args
-        .workload
-        .iter()
-        .map(|w| presets::workload(w).map_err(anyhow::Error::from))
-        .collect::<Result<Vec<_>>>()?;
-    if let Some(map) = &args.allocation_map {
-        for s in &mut scenarios {
-            *s = multiprogram::with_homes(&spec, s, map).map_err(anyhow::Error::msg)?;
-        }
-    }
-    let sim = SimConfig {
-        seed: args.seed,
-        exchange_pins: args.exchange_pins,
-        ..SimConfig::default()
-    };
-    let engine = EngineConfig {
-        epoch_ns: args.epoch_ms * 1_000_000,
-        limits: rondpoint_engine::RateLimits {
-            max_pages_per_epoch: args.max_pages_per_epoch,
-            max_bytes_per_epoch: args.max_mb_per_epoch.map(|mb| mb.saturating_mul(1_000_000)),
-        },
-        ..EngineConfig::default()
-    };
-    let progress = !args.quiet;
-    let live = progress && std::io::stderr().is_terminal();
-    let total = scenarios.len() * policies.len();
-    let registry = rondpoint_policy::Registry::builtin();
-    let profiled = policies
-        .iter()
-        .any(|p| registry.info(p).is_ok_and(multiprogram::takes_profiles));
-    let mut results = Vec::with_capacity(total);
-    for scenario in &scenarios {
-        let several = scenario.apps.len() > 1;
-        let solo = if several || profiled {
-            if progress {
-                eprintln!("{} / {}: each program alone", spec.name, scenario.name);
-            }
-            Some(
-                multiprogram::solo_runs(&spec, scenario, &sim, &engine, profiled)
-                    .with_context(|| format!("running the programs of {} alone", scenario.name))?,
-            )
-        } else {
-            None
-        };
-        for p in &policies {
-            let mut config = config.clone();
-            if let Some(solo) = &solo {
-                multiprogram::fill_profiles(&mut config, registry.info(p)?, solo)?;
-            }
-            let build = || rondpoint_policy::build(p, &config);
-            let started = Instant::now();
-            let label = format!(
-                "[{}/{total}] {} / {} / {p}",
-                results.len() + 1,
-                spec.name,
-                scenario.name
-            );
-            let slowdowns = solo.as_ref().filter(|_| several);
-            let r = experiment::run_policy(
-                &spec,
-                scenario,
-                &build,
-                &sim,
-                &engine,
-                slowdowns,
-                |k, n, t| {
-                    if live {
-                        let of = if n > 1 {
-                            format!(" (placement {}/{n})", k + 1)
-                        } else {
-                            String::new()
-                        };
-                        eprint!("\r{label}{of}: {t:.0} simulated s");
-                    }
-                },
-            )
-            .with_context(|| format!("running {} under {p}", scenario.name))?;
-            if progress {
-                let wall = started.elapsed().as_secs_f64();
-                eprintln!(
-                    "{}{label}: {:.2} simulated s in {:.2} s of wall time",
-                    if live { "\r" } else { "" },
-                    r.completion_s,
-                    wall
-                );
-            }
-            results.push(r);
-        }
+    let plan = Plan::of(args)?;
+    let mut results = Vec::with_capacity(plan.scenarios.len() * plan.policies.len());
+    for scenario in &plan.scenarios {
+        plan.run_scenario(scenario, &mut results)?;
     }
     experiment::fill_speedups(&mut results);
     if args.json {
@@ -242,6 +136,160 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         print!("{}", render_table(&results));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to run: the machine, the workloads and policies, and the settings, checked.
+struct Plan {
+    spec: MachineSpec,
+    config: PolicyConfig,
+    policies: Vec<String>,
+    scenarios: Vec<Scenario>,
+    sim: SimConfig,
+    engine: EngineConfig,
+    progress: bool,
+    live: bool,
+}
+
+impl Plan {
+    fn of(args: &SimArgs) -> Result<Self> {
+        let Some(machine_name) = &args.machine else {
+            bail!("--machine is required");
+        };
+        if args.epoch_ms == 0 {
+            bail!("--epoch-ms must be at least 1");
+        }
+        let preset = presets::machine(machine_name)?;
+        let spec = MachineSpec::from_preset(&preset)?;
+        let config = args.policy_options.config()?;
+        let mut policies: Vec<String> = Vec::new();
+        for p in &args.policy {
+            if p == "all" {
+                policies.extend(Registry::builtin().all().map(str::to_string));
+            } else {
+                rondpoint_policy::build(p, &config)?;
+                policies.push(p.clone());
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        policies.retain(|p| seen.insert(p.clone()));
+        let mut scenarios = args
+            .workload
+            .iter()
+            .map(|w| presets::workload(w).map_err(anyhow::Error::from))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(map) = &args.allocation_map {
+            for s in &mut scenarios {
+                *s = multiprogram::with_homes(&spec, s, map).map_err(anyhow::Error::msg)?;
+            }
+        }
+        let sim = SimConfig {
+            seed: args.seed,
+            exchange_pins: args.exchange_pins,
+            ..SimConfig::default()
+        };
+        let engine = EngineConfig {
+            epoch_ns: args.epoch_ms * 1_000_000,
+            limits: rondpoint_engine::RateLimits {
+                max_pages_per_epoch: args.max_pages_per_epoch,
+                max_bytes_per_epoch: args.max_mb_per_epoch.map(|mb| mb.saturating_mul(1_000_000)),
+            },
+            ..EngineConfig::default()
+        };
+        let progress = !args.quiet;
+        Ok(Self {
+            spec,
+            config,
+            policies,
+            scenarios,
+            sim,
+            engine,
+            progress,
+            live: progress && std::io::stderr().is_terminal(),
+        })
+    }
+
+    /// Runs every policy on `scenario`, appending to `results`. A workload of several programs
+    /// first runs each alone (for slowdowns), and so does any workload run under a policy that
+    /// takes per-program profiles (N-MASS's), which the solo runs fill in.
+    fn run_scenario(&self, scenario: &Scenario, results: &mut Vec<RunResult>) -> Result<()> {
+        let registry = Registry::builtin();
+        let profiled = self
+            .policies
+            .iter()
+            .any(|p| registry.info(p).is_ok_and(multiprogram::takes_profiles));
+        let several = scenario.apps.len() > 1;
+        let solo = if several || profiled {
+            if self.progress {
+                eprintln!("{} / {}: each program alone", self.spec.name, scenario.name);
+            }
+            let solo =
+                multiprogram::solo_runs(&self.spec, scenario, &self.sim, &self.engine, profiled)
+                    .with_context(|| format!("running the programs of {} alone", scenario.name))?;
+            Some(solo)
+        } else {
+            None
+        };
+        for p in &self.policies {
+            let mut config = self.config.clone();
+            if let Some(solo) = &solo {
+                multiprogram::fill_profiles(&mut config, registry.info(p)?, solo)?;
+            }
+            let label = format!(
+                "[{}/{}] {} / {} / {p}",
+                results.len() + 1,
+                self.scenarios.len() * self.policies.len(),
+                self.spec.name,
+                scenario.name
+            );
+            let slowdowns = solo.as_ref().filter(|_| several);
+            let r = self
+                .run_policy(scenario, p, &config, slowdowns, &label)
+                .with_context(|| format!("running {} under {p}", scenario.name))?;
+            results.push(r);
+        }
+        Ok(())
+    }
+
+    /// One policy on one scenario, with progress lines.
+    fn run_policy(
+        &self,
+        scenario: &Scenario,
+        policy: &str,
+        config: &PolicyConfig,
+        solo: Option<&multiprogram::Solo>,
+        label: &str,
+    ) -> Result<RunResult> {
+        let build = || rondpoint_policy::build(policy, config);
+        let started = Instant::now();
+        let live = self.live;
+        let r = experiment::run_policy(
+            &self.spec,
+            scenario,
+            &build,
+            &self.sim,
+            &self.engine,
+            solo,
+            |k, n, t| {
+                if live {
+                    let of = if n > 1 {
+                        format!(" (placement {}/{n})", k + 1)
+                    } else {
+                        String::new()
+                    };
+                    eprint!("\r{label}{of}: {t:.0} simulated s");
+                }
+            },
+        )?;
+        if self.progress {
+            eprintln!(
+                "{}{label}: {:.2} simulated s in {:.2} s of wall time",
+                if live { "\r" } else { "" },
+                r.completion_s,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Ok(r)
+    }
 }
 
 /// The comparison table.
