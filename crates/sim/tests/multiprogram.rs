@@ -44,6 +44,18 @@ share = 1.0
     toml::from_str(&text).unwrap()
 }
 
+/// Each program of `s` alone, local and remote.
+fn profiled(s: &Scenario) -> multiprogram::Solo {
+    multiprogram::solo_runs(
+        &nehalem(),
+        s,
+        &SimConfig::default(),
+        &EngineConfig::default(),
+        true,
+    )
+    .unwrap()
+}
+
 /// The scenario file of [Majo11] workload WL`k`.
 fn wl(k: usize) -> String {
     format!(
@@ -182,16 +194,8 @@ fn allocation_maps_set_homes_and_must_fit_the_workload_and_machine() {
 
 #[test]
 fn solo_runs_measure_the_numa_penalty_the_model_gives() {
-    let m = nehalem();
     let s = presets::workload("soplex").unwrap();
-    let solo = multiprogram::solo_runs(
-        &m,
-        &s,
-        &SimConfig::default(),
-        &EngineConfig::default(),
-        true,
-    )
-    .unwrap();
+    let solo = profiled(&s);
     let a = &solo.apps[0];
     // The preset's cpi_base and mlp were fitted to CPI_remote / CPI_local = 1.36 at idle
     // latencies; loaded latencies add a little.
@@ -203,16 +207,8 @@ fn solo_runs_measure_the_numa_penalty_the_model_gives() {
 
 #[test]
 fn profiles_fill_only_what_the_configuration_does_not_give() {
-    let m = nehalem();
     let s = presets::workload(&wl(1)).unwrap();
-    let solo = multiprogram::solo_runs(
-        &m,
-        &s,
-        &SimConfig::default(),
-        &EngineConfig::default(),
-        true,
-    )
-    .unwrap();
+    let solo = profiled(&s);
     let r = Registry::builtin();
     let mut c = PolicyConfig::default();
     r.set_arg(&mut c, "n-mass.inputs.profile.soplex.numa_penalty=1.5")

@@ -71,6 +71,18 @@ impl Pol {
     }
 }
 
+/// Each program of `s` alone, and with `remote` alone away from its home too.
+fn alone(s: &Scenario, remote: bool) -> Solo {
+    multiprogram::solo_runs(
+        &machine(),
+        s,
+        &SimConfig::default(),
+        &EngineConfig::default(),
+        remote,
+    )
+    .unwrap()
+}
+
 /// Solo runs per workload and slowdowns per (workload, map, policy), computed once.
 type Runs = HashMap<(usize, String, Pol), Multiprogram>;
 
@@ -80,14 +92,7 @@ fn solo_of(k: usize, s: &Scenario) -> Solo {
     if let Some(x) = cache.lock().unwrap().get(&k) {
         return x.clone();
     }
-    let solo = multiprogram::solo_runs(
-        &machine(),
-        s,
-        &SimConfig::default(),
-        &EngineConfig::default(),
-        true,
-    )
-    .unwrap();
+    let solo = alone(s, true);
     cache.lock().unwrap().insert(k, solo.clone());
     solo
 }
@@ -284,14 +289,7 @@ fn homed_on_0(names: &[&str]) -> Scenario {
 #[test]
 fn nmass_fig3_mcf_and_lbm_between_locality_and_contention() {
     let s = homed_on_0(&["mcf", "lbm"]);
-    let solo = multiprogram::solo_runs(
-        &machine(),
-        &s,
-        &SimConfig::default(),
-        &EngineConfig::default(),
-        false,
-    )
-    .unwrap();
+    let solo = alone(&s, false);
     let solo_mpki: Vec<f64> = solo.apps.iter().map(|a| a.mpki).collect();
     let mut avg = Vec::new();
     let mut lbm = Vec::new();
@@ -330,14 +328,7 @@ fn nmass_fig3_mcf_and_lbm_between_locality_and_contention() {
 #[test]
 fn nmass_fig4_fig5_soplex_clones_between_locality_and_contention() {
     let s = homed_on_0(&["soplex"; 4]);
-    let solo = multiprogram::solo_runs(
-        &machine(),
-        &s,
-        &SimConfig::default(),
-        &EngineConfig::default(),
-        false,
-    )
-    .unwrap();
+    let solo = alone(&s, false);
     let mut rows = Vec::new();
     for local in (0..=4usize).rev() {
         let nodes: Vec<u16> = (0..4).map(|i| u16::from(i >= local)).collect();
