@@ -1,11 +1,11 @@
 //! N-MASS and maximum-local [Majo11]: mapping single-threaded processes onto the cores of a
 //! NUMA machine between data locality and cache contention.
 //!
-//! Each process has a home, the node holding its memory ([`view::home`]). `maximum-local`
+//! Each process has a home, the node holding its memory ([`home`]). `maximum-local`
 //! (Algorithm 2) maps the processes homed on each node onto that node's cores in descending
 //! order of their NUMA penalty (CPI remote / CPI local, Eq. 1), the lowest-penalty ones
 //! overflowing to the nearest node. `n-mass` (Algorithm 1) then refines that mapping
-//! (Algorithm 3, [`refine`]): where a node's cache is under much more pressure (the sum of its
+//! (Algorithm 3, `refine.rs`): where a node's cache is under much more pressure (the sum of its
 //! processes' MPKI) than another's, processes move to the other cache, their MPKI weighted by
 //! their penalty there, unless that cache would pass THRESHOLD (60 MPKI, the pressure at which
 //! the paper's interconnect saturates). Neither moves pages.
@@ -14,10 +14,11 @@
 //! process's MPKI over the epoch (its threads' `llc_misses` and `instructions`), and map
 //! again only when the processes change or a process's MPKI changed by more than 20% since
 //! the previous epoch (§3.4). Before the first epoch, at start, they map with MPKI unknown
-//! (taken as 0), which is maximum-local. A mapping is carried out by pinning every thread of
-//! a process to one core ([`plan`]).
+//! (taken as 0), which is maximum-local, unless the MPKIs come from profiles
+//! ([`MpkiSource::Profile`], the evaluated prototype's traces). A mapping is carried out by
+//! pinning every thread of a process to one core (`plan.rs`).
 //!
-//! Ours, beside the readings of Algorithm 3's gaps ([`refine`]): the home rule, the threshold
+//! Ours, beside the readings of Algorithm 3's gaps (`refine.rs`): the home rule, the threshold
 //! scaled by the link bandwidth, more than two nodes (Algorithm 2 merges all nodes' lists,
 //! Algorithm 3 refines the most against the least pressured node; both reduce to the listings
 //! on two nodes), exchanges when the destination is full, and processes beyond the number of
