@@ -200,3 +200,98 @@ fn rate_limits_cap_what_a_policy_moves() {
     assert!(capped < free, "{capped} vs {free}");
     assert!(t_capped > t_free);
 }
+
+/// `rondpoint sim` on [Majo11]'s WL9: each program's slowdown over its solo run and the
+/// average, in the table and in the JSON; `default` averaged over its six splits.
+#[test]
+fn multiprogrammed_workloads_report_slowdowns() {
+    let wl9 = "examples/scenarios/nmass/wl9.toml";
+    let args = [
+        "sim",
+        "-q",
+        "-m",
+        "nehalem-e5520-2s",
+        "-w",
+        wl9,
+        "-p",
+        "default,maximum-local,n-mass",
+    ];
+    let table = stdout(&args);
+    assert!(
+        table.contains("slowdown of each program over its solo run"),
+        "{table}"
+    );
+    for name in ["mcf", "milc", "soplex", "lbm", "average", "maximum-local"] {
+        assert!(table.contains(name), "{name} in {table}");
+    }
+    let mut json = args.to_vec();
+    json.push("--json");
+    let j: Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    let mp = &runs[0]["multiprogram"];
+    assert_eq!(mp["placements"], 6);
+    assert_eq!(mp["apps"].as_array().unwrap().len(), 4);
+    assert!(mp["average_range_pct"].as_array().is_some());
+    for r in &runs[1..] {
+        assert_eq!(r["multiprogram"]["placements"], 1);
+        assert!(r["multiprogram"]["average_pct"].as_f64().is_some());
+        assert!(r["multiprogram"]["apps"][0]["range_pct"].is_null());
+    }
+    // Single-program workloads have no slowdowns to report.
+    let j: Value = serde_json::from_str(&stdout(&[
+        "sim",
+        "-q",
+        "--json",
+        "-m",
+        "nehalem-e5520-2s",
+        "-w",
+        "soplex",
+        "-p",
+        "first-touch",
+    ]))
+    .unwrap();
+    assert!(j["runs"][0].get("multiprogram").is_none());
+}
+
+#[test]
+fn allocation_maps_must_fit_the_workload_and_the_machine() {
+    let wl9 = "examples/scenarios/nmass/wl9.toml";
+    let sim = |map: &str| {
+        rondpoint(&[
+            "sim",
+            "-q",
+            "-m",
+            "nehalem-e5520-2s",
+            "-w",
+            wl9,
+            "-p",
+            "maximum-local",
+            "--allocation-map",
+            map,
+        ])
+        .assert()
+    };
+    sim("00000")
+        .code(1)
+        .stderr(predicate::str::contains("5 digits for the 4 applications"));
+    sim("0020").code(1).stderr(predicate::str::contains(
+        "'2' is not a node of nehalem-e5520-2s",
+    ));
+    sim("0011").success();
+    rondpoint(&[
+        "sim",
+        "-q",
+        "-m",
+        "nehalem-e5520-2s",
+        "-w",
+        "examples/scenarios/nmass/wl11.toml",
+        "-p",
+        "n-mass",
+        "--allocation-map",
+        "0000",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("4 digits for the 8 applications"));
+}

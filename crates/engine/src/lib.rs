@@ -98,6 +98,8 @@ pub enum EngineError {
     ZeroEpoch,
     #[error(transparent)]
     Unsupported(#[from] Unmet),
+    #[error("{policy} cannot manage these processes: {reason}")]
+    Refused { policy: String, reason: String },
 }
 
 /// Engine settings.
@@ -250,8 +252,9 @@ pub struct EpochReport<'a> {
 }
 
 /// Runs `policy` on `machine` until every program finishes, the time limit passes or a stop
-/// signal ends it. The policy's needs are checked against the machine's capabilities first:
-/// an unmet need is an error before anything is touched. `on_epoch` is called after each
+/// signal ends it. The policy's needs are checked against the machine's capabilities first,
+/// and the processes against what the policy can manage ([`Policy::check`]): either refusal
+/// is an error before anything is touched. `on_epoch` is called after each
 /// epoch (progress, logs, recording).
 pub fn run<M: Machine + ?Sized, C: Clock>(
     machine: &mut M,
@@ -263,12 +266,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     if config.epoch_ns == 0 {
         return Err(EngineError::ZeroEpoch);
     }
-    let capabilities = machine.capabilities();
-    let mut acct = Accounting {
-        reduced: capabilities.check(policy.name(), &policy.needs())?,
-        ..Accounting::default()
-    };
-    policy.configure(&capabilities);
+    let mut acct = admit(machine, policy)?;
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
     machine.set_sampling(&policy.sampling());
 
@@ -344,6 +342,28 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             break;
         }
     }
+    Ok(acct)
+}
+
+/// Checks that the machine meets the policy's needs and that the policy can manage the
+/// machine's processes, then tells the policy what the machine offers; the accounting starts
+/// with what the policy runs without exactly.
+fn admit<M: Machine + ?Sized>(
+    machine: &mut M,
+    policy: &mut dyn Policy,
+) -> Result<Accounting, EngineError> {
+    let capabilities = machine.capabilities();
+    let acct = Accounting {
+        reduced: capabilities.check(policy.name(), &policy.needs())?,
+        ..Accounting::default()
+    };
+    policy
+        .check(machine.topology(), machine.processes().len())
+        .map_err(|reason| EngineError::Refused {
+            policy: policy.name().to_string(),
+            reason,
+        })?;
+    policy.configure(&capabilities);
     Ok(acct)
 }
 

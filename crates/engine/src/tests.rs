@@ -595,6 +595,45 @@ fn a_policy_whose_needs_are_unmet_is_refused_before_anything_starts() {
     assert!(!m.started && m.applied.is_empty() && m.observed_until.is_empty());
 }
 
+/// Manages no process at all.
+struct Refusing;
+
+impl Policy for Refusing {
+    fn name(&self) -> &str {
+        "refusing"
+    }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
+    }
+    fn check(&self, topology: &Topology, processes: usize) -> Result<(), String> {
+        Err(format!(
+            "{processes} processes on {} cores",
+            topology.cpu_count()
+        ))
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn a_policy_that_cannot_manage_the_processes_is_refused_before_anything_starts() {
+    let mut m = Fake::new(1);
+    let err = run(
+        &mut m,
+        &mut Refusing,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| panic!("no epoch may run"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "refusing cannot manage these processes: 1 processes on 2 cores"
+    );
+    assert!(!m.started && m.applied.is_empty());
+}
+
 #[test]
 fn what_a_policy_runs_without_exactly_is_in_the_accounting() {
     use rondpoint_model::{Capability, Support};

@@ -11,10 +11,26 @@ pub fn describe(text: &str, e: &toml::de::Error) -> String {
             let before = &text.as_bytes()[..span.start.min(text.len())];
             let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
             let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-            format!("line {line}, column {column}: {reason}")
+            match key_of_line(text, line) {
+                Some(key) => format!("line {line}, column {column}, key `{key}`: {reason}"),
+                None => format!("line {line}, column {column}: {reason}"),
+            }
         }
         None => reason.to_string(),
     }
+}
+
+/// The key a `key = value` line sets, when it is a plain (or dotted) key: a name that says
+/// which parameter is wrong, unlike a value, which is never shown.
+fn key_of_line(text: &str, line: usize) -> Option<&str> {
+    let (key, _) = text.lines().nth(line - 1)?.split_once('=')?;
+    let key = key.trim();
+    let plain = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    plain.then_some(key)
 }
 
 #[cfg(test)]
@@ -26,8 +42,13 @@ mod tests {
         let text = "a = 1\nsecret_password = hunter2\n";
         let e = toml::from_str::<toml::Table>(text).unwrap_err();
         let d = describe(text, &e);
-        assert!(d.starts_with("line 2, column 19: "), "{d}");
-        assert!(!d.contains("hunter2") && !d.contains("secret"), "{d}");
+        assert!(d.starts_with("line 2, column 19, key `secret_password`: "), "{d}");
+        assert!(!d.contains("hunter2"), "{d}");
+        // A line that is not `key = value` shows nothing of itself.
+        let text = "root:$6$hash:19000:0:99999:7:::\n";
+        let e = toml::from_str::<toml::Table>(text).unwrap_err();
+        let d = describe(text, &e);
+        assert!(d.starts_with("line 1, column ") && !d.contains("hash"), "{d}");
         #[derive(Debug, serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Known {
@@ -36,6 +57,6 @@ mod tests {
         }
         let e = toml::from_str::<Known>("a = 1\nb = 2\n").unwrap_err();
         let d = describe("a = 1\nb = 2\n", &e);
-        assert!(d.starts_with("line 2, column 1: unknown field `b`"), "{d}");
+        assert!(d.starts_with("line 2, column 1, key `b`: unknown field `b`"), "{d}");
     }
 }

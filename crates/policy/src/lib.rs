@@ -11,6 +11,7 @@ pub mod autonuma;
 pub mod baseline;
 pub mod carrefour;
 pub mod metrics;
+pub mod nmass;
 pub mod oracle;
 pub mod registry;
 pub mod remote;
@@ -32,6 +33,30 @@ pub trait Policy {
     /// refuses to run a policy whose needs the machine cannot meet, naming what is missing
     /// (see [`rondpoint_model::Capabilities::check`]).
     fn needs(&self) -> Vec<Need>;
+
+    /// Whether the policy can manage `processes` processes on `topology`: the engine refuses to
+    /// run it otherwise, with the reason given here (N-MASS maps at most one process per core,
+    /// [Majo11 §3.3, Limitations]). The default accepts any number.
+    fn check(&self, topology: &Topology, processes: usize) -> Result<(), String> {
+        let _ = (topology, processes);
+        Ok(())
+    }
+
+    /// How many equally likely placements the policy stands for, for `processes` processes on
+    /// `topology`: 1 for a policy that decides, more for a baseline that is a distribution of
+    /// placements rather than one (the default scheduler of [Majo11 §4.3]: every split of the
+    /// processes a CPU-load balancer would choose). A simulator runs each, chosen with
+    /// [`Policy::select_variant`] before the run, and reports their average and spread.
+    fn variants(&self, topology: &Topology, processes: usize) -> usize {
+        let _ = (topology, processes);
+        1
+    }
+
+    /// Takes placement `k` (from 0) of those [`Policy::variants`] counts, before the run. The
+    /// default ignores it.
+    fn select_variant(&mut self, k: usize) {
+        let _ = k;
+    }
 
     /// What the machine offers, given once before the run after [`Policy::needs`] was found
     /// met, so that a policy with more than one way of working (at allocation time where the
@@ -126,16 +151,28 @@ impl PolicyConfig {
     /// Sets one parameter of one policy; `path` may name a key of a sub-table
     /// (`sampling.period`).
     pub fn set(&mut self, policy: &str, path: &str, value: toml::Value) -> Result<(), PolicyError> {
+        let keys: Vec<&str> = path.split('.').collect();
+        self.set_keys(policy, &keys, value)
+    }
+
+    /// Sets one parameter of one policy by its keys, one per level of sub-table (for keys that
+    /// may hold a dot themselves, such as program names).
+    pub fn set_keys(
+        &mut self,
+        policy: &str,
+        keys: &[&str],
+        value: toml::Value,
+    ) -> Result<(), PolicyError> {
         let mut table = self
             .tables
             .entry(policy.to_string())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let mut keys = path.split('.').peekable();
-        while let Some(key) = keys.next() {
+        let mut rest = keys.iter().copied().peekable();
+        while let Some(key) = rest.next() {
             let toml::Value::Table(t) = table else {
                 break;
             };
-            if keys.peek().is_none() {
+            if rest.peek().is_none() {
                 t.insert(key.to_string(), value);
                 return Ok(());
             }
@@ -145,8 +182,17 @@ impl PolicyConfig {
         }
         Err(PolicyError::Config {
             policy: policy.to_string(),
-            message: format!("'{path}': a value, not a table, is on the way"),
+            message: format!("'{}': a value, not a table, is on the way", keys.join(".")),
         })
+    }
+
+    /// The value of one parameter given to one policy, by its keys.
+    pub fn get_keys(&self, policy: &str, keys: &[&str]) -> Option<&toml::Value> {
+        let mut v = self.tables.get(policy)?;
+        for k in keys {
+            v = v.as_table()?.get(*k)?;
+        }
+        Some(v)
     }
 
     /// The policies the configuration has a table for.
@@ -192,7 +238,8 @@ mod tests {
             err.map(|e| e.to_string()).as_deref(),
             Some(
                 "unknown policy 'carrefour2'; valid policies: first-touch, interleave, autonuma, \
-                 carrefour, hybrid, usage-aware, dm, ua-dm, oracle"
+                 carrefour, hybrid, usage-aware, dm, ua-dm, maximum-local, n-mass, default, \
+                 oracle"
             )
         );
         let mut names: Vec<_> = r.names().collect();

@@ -4,7 +4,9 @@
 //! (docs/architecture.md walks through it); a [`Registry`] can also take rows of its own (a
 //! test's toy policy, a downstream crate's).
 
-use crate::{Policy, PolicyConfig, PolicyError, autonuma, baseline, carrefour, oracle, remote};
+use crate::{
+    Policy, PolicyConfig, PolicyError, autonuma, baseline, carrefour, nmass, oracle, remote,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -18,6 +20,8 @@ pub enum Family {
     Carrefour,
     /// Remote placement under memory pressure [Choe21].
     RemotePlacement,
+    /// N-MASS and its baselines [Majo11].
+    NMass,
     /// Not a deployable policy: a bound to compare real ones against.
     Reference,
 }
@@ -28,6 +32,7 @@ impl Family {
             Family::Linux => "linux",
             Family::Carrefour => "carrefour",
             Family::RemotePlacement => "remote-placement",
+            Family::NMass => "n-mass",
             Family::Reference => "reference",
         }
     }
@@ -184,6 +189,40 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(remote::ua_dm(p.parse()?))),
         defaults: defaults_of::<remote::UaDmConfig>,
+    },
+    PolicyInfo {
+        name: "maximum-local",
+        family: Family::NMass,
+        summary: "Algorithm 2: each process pinned to a core of its home node, highest NUMA \
+                  penalty first, the rest overflowing to the nearest node (ours: home = the \
+                  node its memory is bound to or holds most of its pages; N nodes)",
+        source: "Majo11",
+        in_all: false,
+        build: |p| Ok(Box::new(nmass::NMass::maximum_local(p.parse()?)?)),
+        defaults: defaults_of::<nmass::MaximumLocalConfig>,
+    },
+    PolicyInfo {
+        name: "n-mass",
+        family: Family::NMass,
+        summary: "Algorithms 1-3: maximum-local, then processes moved to the less pressured \
+                  cache while the NUMA-penalty-weighted MPKI evens out and stays under 60 \
+                  (ours: the readings of Algorithm 3's gaps, threshold scaled by link \
+                  bandwidth, N nodes pairwise, exchanges when the destination is full)",
+        source: "Majo11",
+        in_all: false,
+        build: |p| Ok(Box::new(nmass::NMass::refined(p.parse()?)?)),
+        defaults: defaults_of::<nmass::NMassConfig>,
+    },
+    PolicyInfo {
+        name: "default",
+        family: Family::NMass,
+        summary: "§4.3's scheduler baseline: every split of the processes a CPU-load balancer \
+                  would choose, each run and averaged by the simulator (8 processes: all 70 \
+                  splits, ours); live, the machine's own scheduler",
+        source: "Majo11",
+        in_all: false,
+        build: |p| Ok(Box::new(nmass::DefaultSchedule::new(p.parse()?)?)),
+        defaults: defaults_of::<nmass::DefaultConfig>,
     },
     PolicyInfo {
         name: "oracle",

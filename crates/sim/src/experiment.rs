@@ -12,10 +12,11 @@
 
 use crate::machine::{SimConfig, SimError, SimMachine};
 use crate::memory::{MemoryReport, NodeInfo};
+use crate::multiprogram::{self, Multiprogram, Solo};
 use crate::scenario::Scenario;
 use crate::spec::MachineSpec;
 use rondpoint_engine::{EngineConfig, EngineError, VirtualClock};
-use rondpoint_policy::Policy;
+use rondpoint_policy::{Policy, PolicyError};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -26,6 +27,8 @@ pub enum ExperimentError {
     Sim(#[from] SimError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
     #[error("{workload} under {policy} did not finish within {limit_s} simulated seconds")]
     TimeLimit {
         workload: String,
@@ -70,6 +73,11 @@ pub struct RunResult {
     pub apps: Vec<AppResult>,
     /// Each node's size and fallback order, and memory per node and per application over time.
     pub memory: MemoryReport,
+
+    // Multiprogrammed workloads [Majo11] (see crate::multiprogram).
+    /// Each program's slowdown against its solo run, for a scenario of several programs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multiprogram: Option<Multiprogram>,
 }
 
 /// One application's completion, and where its memory was at the end of the run.
@@ -98,6 +106,12 @@ pub fn run(
     engine: &EngineConfig,
     mut progress: impl FnMut(f64),
 ) -> Result<RunResult, ExperimentError> {
+    policy
+        .check(&machine.topology, scenario.apps.len())
+        .map_err(|reason| EngineError::Refused {
+            policy: policy.name().to_string(),
+            reason,
+        })?;
     let mut m = SimMachine::new(machine.clone(), scenario, sim.clone())?;
     let mut cfg = engine.clone();
     cfg.time_limit_ns = Some((TIME_LIMIT_S * 1e9) as u64);
@@ -170,6 +184,7 @@ pub fn run(
         collapses: t.collapses,
         apps,
         memory,
+        multiprogram: None,
     })
 }
 
@@ -187,6 +202,82 @@ fn node_infos(machine: &MachineSpec, m: &SimMachine) -> Vec<NodeInfo> {
             fallback,
         })
         .collect()
+}
+
+/// Runs a policy as `rondpoint sim` does: once, or, for a policy that stands for several
+/// placements ([`Policy::variants`]: the `default` baseline of [Majo11 §4.3]), once per
+/// placement with every number averaged over them; with `solo`, each program's slowdown
+/// (with its range over the placements). `build` makes the policy afresh for each run.
+pub fn run_policy(
+    machine: &MachineSpec,
+    scenario: &Scenario,
+    build: &dyn Fn() -> Result<Box<dyn Policy>, PolicyError>,
+    sim: &SimConfig,
+    engine: &EngineConfig,
+    solo: Option<&Solo>,
+    mut progress: impl FnMut(usize, usize, f64),
+) -> Result<RunResult, ExperimentError> {
+    let placements = build()?
+        .variants(&machine.topology, scenario.apps.len())
+        .max(1);
+    let mut runs = Vec::with_capacity(placements);
+    for k in 0..placements {
+        let mut policy = build()?;
+        if placements > 1 {
+            policy.select_variant(k);
+        }
+        let mut r = run(machine, scenario, policy.as_mut(), sim, engine, |t| {
+            progress(k, placements, t)
+        })?;
+        r.multiprogram = solo.map(|s| multiprogram::slowdowns(&r, scenario, s));
+        runs.push(r);
+    }
+    match runs.len() {
+        1 => Ok(runs.swap_remove(0)),
+        _ => Ok(mean_of(&runs)),
+    }
+}
+
+/// One result for several runs of one policy (at least one): every number averaged (counts
+/// rounded), the slowdowns with their range.
+fn mean_of(runs: &[RunResult]) -> RunResult {
+    let n = runs.len() as f64;
+    let avg = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(f).sum::<f64>() / n;
+    let count = |f: &dyn Fn(&RunResult) -> u64| (avg(&|r| f(r) as f64)).round() as u64;
+    let parts: Vec<Multiprogram> = runs.iter().filter_map(|r| r.multiprogram.clone()).collect();
+    let first = &runs[0];
+    RunResult {
+        machine: first.machine.clone(),
+        workload: first.workload.clone(),
+        policy: first.policy.clone(),
+        seed: first.seed,
+        completion_s: avg(&|r| r.completion_s),
+        speedup_vs_first_touch: None,
+        avg_latency_cycles: avg(&|r| r.avg_latency_cycles),
+        lar: avg(&|r| r.lar),
+        mc_imbalance: avg(&|r| r.mc_imbalance),
+        ic_imbalance: avg(&|r| r.ic_imbalance),
+        ipc: avg(&|r| r.ipc),
+        pages_migrated: count(&|r| r.pages_migrated),
+        pages_interleaved: count(&|r| r.pages_interleaved),
+        pages_replicated: count(&|r| r.pages_replicated),
+        overhead_pct: avg(&|r| r.overhead_pct),
+        samples: count(&|r| r.samples),
+        collapses: count(&|r| r.collapses),
+        apps: first
+            .apps
+            .iter()
+            .enumerate()
+            .map(|(i, a)| AppResult {
+                name: a.name.clone(),
+                completion_s: avg(&|r| r.apps.get(i).map_or(f64::NAN, |x| x.completion_s)),
+                bytes_by_node: a.bytes_by_node.clone(),
+            })
+            .collect(),
+        // Memory over time is the first placement's: an average of timelines means little.
+        memory: first.memory.clone(),
+        multiprogram: multiprogram::average(&parts),
+    }
 }
 
 /// Fills `speedup_vs_first_touch` for every run of the same machine and workload as a

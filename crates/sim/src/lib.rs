@@ -10,4 +10,5 @@ pub mod solver;
 pub mod spec;
 pub use machine::{SimConfig, SimError, SimMachine, Totals};
 pub mod experiment;
+pub mod multiprogram;
 pub mod presets;

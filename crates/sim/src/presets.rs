@@ -95,8 +95,68 @@ pub fn machine(name_or_path: &str) -> Result<MachinePreset, PresetError> {
     parse(&origin, &text)
 }
 
-/// A workload (scenario) by built-in name or file path.
+/// A workload (scenario) by built-in name or file path. An `[[app]]` may take a built-in
+/// single-application preset with `preset = "NAME"`: its application, with the keys given
+/// beside `preset` in place of the preset's.
 pub fn workload(name_or_path: &str) -> Result<Scenario, PresetError> {
     let (origin, text) = lookup(WORKLOADS, "workload", name_or_path)?;
-    parse(&origin, &text)
+    let bad = |message: String| PresetError::Parse {
+        path: origin.clone(),
+        message,
+    };
+    let mut table: toml::Table = match toml::from_str(&text) {
+        Ok(t) => t,
+        Err(_) => return parse(&origin, &text),
+    };
+    let Some(toml::Value::Array(apps)) = table.get_mut("app") else {
+        return parse(&origin, &text);
+    };
+    if !apps.iter().any(|a| a.get("preset").is_some()) {
+        return parse(&origin, &text);
+    }
+    for (i, app) in apps.iter_mut().enumerate() {
+        let Some(keys) = app.as_table_mut() else {
+            continue;
+        };
+        let Some(name) = keys.remove("preset") else {
+            continue;
+        };
+        let name = name
+            .as_str()
+            .ok_or_else(|| bad(format!("app[{i}].preset must be a preset's name")))?;
+        let mut merged = preset_app(name).map_err(|e| match e {
+            PresetError::Parse { message, .. } => bad(format!("app[{i}].preset: {message}")),
+            other => other,
+        })?;
+        merged.extend(keys.iter().map(|(k, v)| (k.clone(), v.clone())));
+        *keys = merged;
+    }
+    toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(e.to_string().trim_end().to_string()))
+}
+
+/// The one application of a built-in workload preset, as a TOML table.
+fn preset_app(name: &str) -> Result<toml::Table, PresetError> {
+    let Some((_, text)) = WORKLOADS.iter().find(|(n, _)| *n == name) else {
+        return Err(PresetError::Unknown {
+            kind: "workload",
+            name: name.to_string(),
+            valid: WORKLOADS.iter().map(|(n, _)| n.to_string()).collect(),
+        });
+    };
+    let bad = |message: String| PresetError::Parse {
+        path: format!("built-in workload '{name}'"),
+        message,
+    };
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+    match table.remove("app") {
+        Some(toml::Value::Array(mut apps)) if apps.len() == 1 => match apps.pop() {
+            Some(toml::Value::Table(t)) => Ok(t),
+            _ => Err(bad("its [[app]] is not a table".into())),
+        },
+        _ => Err(bad(
+            "`preset` takes a preset of exactly one application".into()
+        )),
+    }
 }

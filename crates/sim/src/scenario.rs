@@ -16,6 +16,12 @@ pub struct Scenario {
     /// Where the model's numbers come from (papers, benchmark sources, measurements).
     #[serde(default)]
     pub sources: Vec<String>,
+    /// Start again each application that finishes while another has not finished once, until
+    /// every one has (same process, memory and pins), so that every program runs next to all
+    /// the others for the whole of its measured run, as [Majo11 §3.1, §4.1] restarts the
+    /// programs that end first. An application's completion is the end of its first run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart: bool,
     #[serde(rename = "app")]
     pub apps: Vec<AppSpec>,
 }
@@ -158,6 +164,11 @@ pub struct AppSpec {
     /// Launch delay (simulated seconds).
     #[serde(default)]
     pub start_s: f64,
+    /// Nodes the application's memory is bound to from its start (`numactl --membind`): its
+    /// home in [Majo11]'s terms when one node. Unset: no binding, pages follow the allocation
+    /// policy (first touch unless a policy sets another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub membind: Option<Vec<u16>>,
     #[serde(rename = "region")]
     pub regions: Vec<RegionSpec>,
     #[serde(default, rename = "phase")]

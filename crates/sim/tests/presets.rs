@@ -126,3 +126,87 @@ fn malformed_files_name_file_line_and_field() {
         "{msg}"
     );
 }
+
+#[test]
+fn an_app_can_take_a_preset_and_override_its_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mix.toml");
+    let write = |text: &str| std::fs::write(&path, text).unwrap();
+    write(
+        "name = \"mix\"\ndescription = \"two\"\n[[app]]\npreset = \"soplex\"\n\
+         [[app]]\npreset = \"soplex\"\nname = \"soplex-2\"\nmembind = [1]\n",
+    );
+    let s = presets::workload(path.to_str().unwrap()).unwrap();
+    let soplex = presets::workload("soplex").unwrap().apps.remove(0);
+    assert_eq!(s.apps[0], soplex);
+    assert_eq!(s.apps[1].name, "soplex-2");
+    assert_eq!(s.apps[1].membind, Some(vec![1]));
+    assert_eq!(s.apps[1].instructions, soplex.instructions);
+    write("name = \"mix\"\ndescription = \"x\"\n[[app]]\npreset = \"soplx\"\n");
+    let err = presets::workload(path.to_str().unwrap()).unwrap_err();
+    assert!(matches!(err, PresetError::Unknown { .. }), "{err}");
+    assert!(err.to_string().contains("soplex"), "{err}");
+    write("name = \"mix\"\ndescription = \"x\"\n[[app]]\npreset = 3\n");
+    let msg = presets::workload(path.to_str().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("mix.toml") && msg.contains("app[0].preset"),
+        "{msg}"
+    );
+    write("name = \"mix\"\ndescription = \"x\"\n[[app]]\npreset = \"mcf\"\nthreads = \"many\"\n");
+    let msg = presets::workload(path.to_str().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("mix.toml") && msg.contains("threads"), "{msg}");
+}
+
+/// [Majo11 Table 2]: the programs of each workload, in order.
+#[test]
+fn the_nmass_scenarios_are_table_2() {
+    let table2: [&[&str]; 11] = [
+        &["soplex", "sphinx", "gamess", "namd"],
+        &["soplex", "mcf", "gamess", "gobmk"],
+        &["mcf", "libquantum", "povray", "gamess"],
+        &["mcf", "omnetpp", "h264", "namd"],
+        &["milc", "libquantum", "povray", "perlbench"],
+        &["sphinx", "gcc", "namd", "gamess"],
+        &["lbm", "milc", "sphinx", "gobmk"],
+        &["lbm", "milc", "mcf", "namd"],
+        &["mcf", "milc", "soplex", "lbm"],
+        &[
+            "lbm",
+            "milc",
+            "mcf",
+            "namd",
+            "gobmk",
+            "perlbench",
+            "h264",
+            "povray",
+        ],
+        &[
+            "mcf",
+            "milc",
+            "soplex",
+            "lbm",
+            "gobmk",
+            "perlbench",
+            "namd",
+            "povray",
+        ],
+    ];
+    let m = MachineSpec::from_preset(&presets::machine("nehalem-e5520-2s").unwrap()).unwrap();
+    for (k, programs) in table2.iter().enumerate() {
+        let path = format!(
+            "{}/../../examples/scenarios/nmass/wl{}.toml",
+            env!("CARGO_MANIFEST_DIR"),
+            k + 1
+        );
+        let s = presets::workload(&path).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = s.apps.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(&names, programs, "WL{}", k + 1);
+        assert!(s.restart);
+        assert!(s.apps.iter().all(|a| a.membind == Some(vec![0])));
+        SimMachine::new(m.clone(), &s, SimConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

@@ -137,8 +137,12 @@ fn render_policies(rows: &[PolicyRow], params: bool) -> String {
             );
         }
         if params && !r.params.is_empty() {
-            let text = toml::to_string(&r.params).unwrap_or_default();
-            let _ = writeln!(out, "    [{}]", r.name);
+            // Under the policy's own table, so that sub-tables read `[n-mass.inputs]`.
+            let table = toml::Table::from_iter([(
+                r.name.to_string(),
+                toml::Value::Table(r.params.clone()),
+            )]);
+            let text = toml::to_string(&table).unwrap_or_default();
             for line in text.lines() {
                 let _ = writeln!(out, "    {line}");
             }

@@ -5,9 +5,11 @@ use crate::options::PolicyOptions;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::EngineConfig;
+use rondpoint_policy::{PolicyConfig, Registry};
 use rondpoint_sim::experiment::{self, RunResult};
+use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
-use rondpoint_sim::{SimConfig, presets};
+use rondpoint_sim::{SimConfig, multiprogram, presets};
 use serde::Serialize;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -67,6 +69,19 @@ pub struct SimArgs {
     #[arg(long, value_name = "MB")]
     max_mb_per_epoch: Option<u64>,
 
+    /// Home each application's memory on a node, one digit per application in order
+    /// ("0001": the first three on node 0, the fourth on node 1), as [Majo11]'s allocation
+    /// maps do; overrides the workloads' own `membind`.
+    #[arg(long, value_name = "MAP")]
+    allocation_map: Option<String>,
+
+    /// Carry out two adjacent pins that exchange two threads' cores together. Without it, the
+    /// simulator runs one thread per core and a pin onto a busy core fails, so a policy that
+    /// exchanges processes on a machine with every core busy (N-MASS on 8 processes and 8
+    /// cores) cannot.
+    #[arg(long)]
+    exchange_pins: bool,
+
     /// Print JSON (schema in docs/json/sim.md) instead of a table.
     #[arg(long)]
     json: bool,
@@ -110,78 +125,10 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         list();
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(machine_name) = &args.machine else {
-        bail!("--machine is required");
-    };
-    if args.epoch_ms == 0 {
-        bail!("--epoch-ms must be at least 1");
-    }
-    let preset = presets::machine(machine_name)?;
-    let spec = MachineSpec::from_preset(&preset)?;
-    let config = args.policy_options.config()?;
-    let mut policies: Vec<String> = Vec::new();
-    for p in &args.policy {
-        if p == "all" {
-            policies.extend(
-                rondpoint_policy::Registry::builtin()
-                    .all()
-                    .map(str::to_string),
-            );
-        } else {
-            rondpoint_policy::build(p, &config)?;
-            policies.push(p.clone());
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    policies.retain(|p| seen.insert(p.clone()));
-    let scenarios = args
-        .workload
-        .iter()
-        .map(|w| presets::workload(w).map_err(anyhow::Error::from))
-        .collect::<Result<Vec<_>>>()?;
-    let sim = SimConfig {
-        seed: args.seed,
-        ..SimConfig::default()
-    };
-    let engine = EngineConfig {
-        epoch_ns: args.epoch_ms * 1_000_000,
-        limits: rondpoint_engine::RateLimits {
-            max_pages_per_epoch: args.max_pages_per_epoch,
-            max_bytes_per_epoch: args.max_mb_per_epoch.map(|mb| mb.saturating_mul(1_000_000)),
-        },
-        ..EngineConfig::default()
-    };
-    let progress = !args.quiet;
-    let live = progress && std::io::stderr().is_terminal();
-    let total = scenarios.len() * policies.len();
-    let mut results = Vec::with_capacity(total);
-    for scenario in &scenarios {
-        for p in &policies {
-            let mut policy = rondpoint_policy::build(p, &config)?;
-            let started = Instant::now();
-            let label = format!(
-                "[{}/{total}] {} / {} / {p}",
-                results.len() + 1,
-                spec.name,
-                scenario.name
-            );
-            let r = experiment::run(&spec, scenario, policy.as_mut(), &sim, &engine, |t| {
-                if live {
-                    eprint!("\r{label}: {t:.0} simulated s");
-                }
-            })
-            .with_context(|| format!("running {} under {p}", scenario.name))?;
-            if progress {
-                let wall = started.elapsed().as_secs_f64();
-                eprintln!(
-                    "{}{label}: {:.2} simulated s in {:.2} s of wall time",
-                    if live { "\r" } else { "" },
-                    r.completion_s,
-                    wall
-                );
-            }
-            results.push(r);
-        }
+    let plan = Plan::of(args)?;
+    let mut results = Vec::with_capacity(plan.scenarios.len() * plan.policies.len());
+    for scenario in &plan.scenarios {
+        plan.run_scenario(scenario, &mut results)?;
     }
     experiment::fill_speedups(&mut results);
     if args.json {
@@ -199,6 +146,160 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to run: the machine, the workloads and policies, and the settings, checked.
+struct Plan {
+    spec: MachineSpec,
+    config: PolicyConfig,
+    policies: Vec<String>,
+    scenarios: Vec<Scenario>,
+    sim: SimConfig,
+    engine: EngineConfig,
+    progress: bool,
+    live: bool,
+}
+
+impl Plan {
+    fn of(args: &SimArgs) -> Result<Self> {
+        let Some(machine_name) = &args.machine else {
+            bail!("--machine is required");
+        };
+        if args.epoch_ms == 0 {
+            bail!("--epoch-ms must be at least 1");
+        }
+        let preset = presets::machine(machine_name)?;
+        let spec = MachineSpec::from_preset(&preset)?;
+        let config = args.policy_options.config()?;
+        let mut policies: Vec<String> = Vec::new();
+        for p in &args.policy {
+            if p == "all" {
+                policies.extend(Registry::builtin().all().map(str::to_string));
+            } else {
+                rondpoint_policy::build(p, &config)?;
+                policies.push(p.clone());
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        policies.retain(|p| seen.insert(p.clone()));
+        let mut scenarios = args
+            .workload
+            .iter()
+            .map(|w| presets::workload(w).map_err(anyhow::Error::from))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(map) = &args.allocation_map {
+            for s in &mut scenarios {
+                *s = multiprogram::with_homes(&spec, s, map).map_err(anyhow::Error::msg)?;
+            }
+        }
+        let sim = SimConfig {
+            seed: args.seed,
+            exchange_pins: args.exchange_pins,
+            ..SimConfig::default()
+        };
+        let engine = EngineConfig {
+            epoch_ns: args.epoch_ms * 1_000_000,
+            limits: rondpoint_engine::RateLimits {
+                max_pages_per_epoch: args.max_pages_per_epoch,
+                max_bytes_per_epoch: args.max_mb_per_epoch.map(|mb| mb.saturating_mul(1_000_000)),
+            },
+            ..EngineConfig::default()
+        };
+        let progress = !args.quiet;
+        Ok(Self {
+            spec,
+            config,
+            policies,
+            scenarios,
+            sim,
+            engine,
+            progress,
+            live: progress && std::io::stderr().is_terminal(),
+        })
+    }
+
+    /// Runs every policy on `scenario`, appending to `results`. A workload of several programs
+    /// first runs each alone (for slowdowns), and so does any workload run under a policy that
+    /// takes per-program profiles (N-MASS's), which the solo runs fill in.
+    fn run_scenario(&self, scenario: &Scenario, results: &mut Vec<RunResult>) -> Result<()> {
+        let registry = Registry::builtin();
+        let profiled = self
+            .policies
+            .iter()
+            .any(|p| registry.info(p).is_ok_and(multiprogram::takes_profiles));
+        let several = scenario.apps.len() > 1;
+        let solo = if several || profiled {
+            if self.progress {
+                eprintln!("{} / {}: each program alone", self.spec.name, scenario.name);
+            }
+            let solo =
+                multiprogram::solo_runs(&self.spec, scenario, &self.sim, &self.engine, profiled)
+                    .with_context(|| format!("running the programs of {} alone", scenario.name))?;
+            Some(solo)
+        } else {
+            None
+        };
+        for p in &self.policies {
+            let mut config = self.config.clone();
+            if let Some(solo) = &solo {
+                multiprogram::fill_profiles(&mut config, registry.info(p)?, solo)?;
+            }
+            let label = format!(
+                "[{}/{}] {} / {} / {p}",
+                results.len() + 1,
+                self.scenarios.len() * self.policies.len(),
+                self.spec.name,
+                scenario.name
+            );
+            let slowdowns = solo.as_ref().filter(|_| several);
+            let r = self
+                .run_policy(scenario, p, &config, slowdowns, &label)
+                .with_context(|| format!("running {} under {p}", scenario.name))?;
+            results.push(r);
+        }
+        Ok(())
+    }
+
+    /// One policy on one scenario, with progress lines.
+    fn run_policy(
+        &self,
+        scenario: &Scenario,
+        policy: &str,
+        config: &PolicyConfig,
+        solo: Option<&multiprogram::Solo>,
+        label: &str,
+    ) -> Result<RunResult> {
+        let build = || rondpoint_policy::build(policy, config);
+        let started = Instant::now();
+        let live = self.live;
+        let r = experiment::run_policy(
+            &self.spec,
+            scenario,
+            &build,
+            &self.sim,
+            &self.engine,
+            solo,
+            |k, n, t| {
+                if live {
+                    let of = if n > 1 {
+                        format!(" (placement {}/{n})", k + 1)
+                    } else {
+                        String::new()
+                    };
+                    eprint!("\r{label}{of}: {t:.0} simulated s");
+                }
+            },
+        )?;
+        if self.progress {
+            eprintln!(
+                "{}{label}: {:.2} simulated s in {:.2} s of wall time",
+                if live { "\r" } else { "" },
+                r.completion_s,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Ok(r)
+    }
 }
 
 /// One run's memory per node (GiB): size, fallback order, peak and final use, and each
@@ -299,6 +400,61 @@ pub fn render_table(results: &[RunResult]) -> String {
          / link load as % of the mean;\npages in 4 KiB units; overhead: thread time spent on \
          placement mechanisms.\n",
     );
+    out.push_str(&render_slowdowns(results));
+    out
+}
+
+/// The slowdowns of the multiprogrammed runs, one row per run, one column per program
+/// (empty when no run has them).
+fn render_slowdowns(results: &[RunResult]) -> String {
+    let runs: Vec<(&RunResult, &multiprogram::Multiprogram)> = results
+        .iter()
+        .filter_map(|r| r.multiprogram.as_ref().map(|m| (r, m)))
+        .collect();
+    let mut out = String::new();
+    let mut names: Vec<&str> = Vec::new();
+    for (_, m) in &runs {
+        for a in &m.apps {
+            if !names.contains(&a.name.as_str()) {
+                names.push(&a.name);
+            }
+        }
+    }
+    if runs.is_empty() {
+        return out;
+    }
+    let pct = |x: f64, range: Option<[f64; 2]>| match range {
+        Some([lo, hi]) => format!("{x:.1}% ({lo:.0}..{hi:.0})"),
+        None => format!("{x:.1}%"),
+    };
+    let rows = runs
+        .iter()
+        .map(|(r, m)| {
+            let mut row = vec![r.workload.clone(), r.policy.clone()];
+            row.extend(names.iter().map(|n| {
+                m.apps
+                    .iter()
+                    .find(|a| a.name == *n)
+                    .map_or_else(|| "-".into(), |a| pct(a.slowdown_pct, a.range_pct))
+            }));
+            row.push(pct(m.average_pct, m.average_range_pct));
+            row
+        })
+        .collect();
+    let mut header = vec!["workload", "policy"];
+    header.extend(names.iter().copied());
+    header.push("average");
+    let mut right = vec![false, false];
+    right.extend(std::iter::repeat_n(true, names.len() + 1));
+    out.push_str(
+        "\nslowdown of each program over its solo run (the paper's way, [Majo11 §4.1]):\n\n",
+    );
+    out.push_str(&format::table(&header, &right, rows));
+    out.push_str(
+        "\n\nsolo run: the program alone on its home node; average: over the programs; \
+         (lo..hi): range over the placements a policy stands for (default: every CPU-balanced \
+         split).\n",
+    );
     out
 }
 
@@ -364,6 +520,7 @@ mod tests {
                 bytes_by_node: vec![16 * GIB, 8 * GIB],
             }],
             memory,
+            multiprogram: None,
         };
         let out = render_memory(&r);
         let lines: Vec<&str> = out.lines().collect();

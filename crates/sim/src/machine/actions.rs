@@ -9,6 +9,113 @@ use rondpoint_model::{
 };
 
 impl SimMachine {
+    /// The start decisions. Pins before launch say where the threads start (as
+    /// sched_setaffinity before exec would): when the start's pins together leave one thread
+    /// per core, they are carried out as one placement, at no cost; the other actions, and
+    /// pins that would not leave one thread per core, are carried out in order.
+    pub(super) fn start_all(&mut self, actions: &[Action]) -> Vec<Outcome> {
+        let Some(placed) = self.launch_placement(actions) else {
+            return self.apply_all(actions);
+        };
+        let mut out = Vec::with_capacity(actions.len());
+        for (i, (a, place)) in actions.iter().zip(placed).enumerate() {
+            match place {
+                Some((t, core)) => {
+                    self.threads[t].core = core;
+                    self.threads[t].mix_dirty = true;
+                    out.push(Outcome::applied(i));
+                }
+                None => out.push(self.apply_one(i, a)),
+            }
+        }
+        out
+    }
+
+    /// For each start action, the thread and core of a pin, when the start pins together
+    /// leave one thread per core (`None` when there are no pins or they would not).
+    fn launch_placement(&self, actions: &[Action]) -> Option<Vec<Option<(usize, usize)>>> {
+        let mut cores: Vec<usize> = self.threads.iter().map(|t| t.core).collect();
+        let mut placed = Vec::with_capacity(actions.len());
+        for a in actions {
+            let Action::PinThread { pid, tid, cpus } = a else {
+                placed.push(None);
+                continue;
+            };
+            let t = self
+                .threads
+                .iter()
+                .position(|th| th.tid == *tid && self.apps[th.app].pid == *pid)?;
+            let core = cpus
+                .iter()
+                .find_map(|c| self.spec.cores.iter().position(|k| k.cpu == *c))?;
+            cores[t] = core;
+            placed.push(Some((t, core)));
+        }
+        let mut seen = vec![false; self.spec.cores.len()];
+        let pins = placed.iter().flatten().count();
+        (pins > 0
+            && cores
+                .iter()
+                .all(|&c| !std::mem::replace(&mut seen[c], true)))
+        .then_some(placed)
+    }
+
+    /// Carries out actions in order, one outcome each. With `SimConfig::exchange_pins`, two
+    /// adjacent pins that exchange the cores of two running threads are carried out together
+    /// (one at a time, the first finds its core busy and fails, since the simulator runs one
+    /// thread per core), as the kernel lets a thread onto a busy core until the other leaves.
+    pub(super) fn apply_all(&mut self, actions: &[Action]) -> Vec<Outcome> {
+        let mut out = Vec::with_capacity(actions.len());
+        let mut i = 0;
+        while i < actions.len() {
+            let exchange = self
+                .config
+                .exchange_pins
+                .then(|| self.exchange(&actions[i], actions.get(i + 1)))
+                .flatten();
+            if let Some((a, b)) = exchange {
+                let (ca, cb) = (self.threads[a].core, self.threads[b].core);
+                self.move_thread(a, cb);
+                self.move_thread(b, ca);
+                out.push(Outcome::applied(i));
+                out.push(Outcome::applied(i + 1));
+                i += 2;
+            } else {
+                out.push(self.apply_one(i, &actions[i]));
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// The two threads `first` and `second` exchange, if they are pins of two running threads
+    /// each to the single CPU of the other.
+    fn exchange(&self, first: &Action, second: Option<&Action>) -> Option<(usize, usize)> {
+        let (
+            Action::PinThread {
+                pid: pa,
+                tid: ta,
+                cpus: ca,
+            },
+            Some(Action::PinThread {
+                pid: pb,
+                tid: tb,
+                cpus: cb,
+            }),
+        ) = (first, second)
+        else {
+            return None;
+        };
+        let find = |pid: Pid, tid: Tid| {
+            self.threads.iter().position(|th| {
+                th.tid == tid && self.apps[th.app].pid == pid && th.done_ns.is_none()
+            })
+        };
+        let (a, b) = (find(*pa, *ta)?, find(*pb, *tb)?);
+        let cpu = |t: usize| self.spec.cores[self.threads[t].core].cpu;
+        (a != b && ca.as_slice() == [cpu(b)] && cb.as_slice() == [cpu(a)]).then_some((a, b))
+    }
+
     pub(super) fn apply_one(&mut self, index: usize, action: &Action) -> Outcome {
         match action {
             Action::SetMemPolicy { pid, policy } => self.set_mempolicy(index, *pid, policy),

@@ -9,7 +9,7 @@ use crate::scenario::{
 use crate::spec::MachineSpec;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
-use rondpoint_model::{MemPolicy, PageSize, Pid, SamplingRequest, Tid};
+use rondpoint_model::{MemPolicy, NodeId, PageSize, Pid, SamplingRequest, Tid};
 
 impl SimMachine {
     /// Places a scenario on a machine. Refuses scenarios that cannot run: more threads than
@@ -41,7 +41,8 @@ impl SimMachine {
         for (ai, a) in scenario.apps.iter().enumerate() {
             let mine = place_threads(&spec, a, ai, &cpu_nodes, &mut used, &mut threads)
                 .map_err(&impossible)?;
-            let app = build_app(a, ai, mine, n).map_err(&impossible)?;
+            let mut app = build_app(a, ai, mine, n).map_err(&impossible)?;
+            app.mempolicy = membind(&spec, a).map_err(&impossible)?;
             footprint += app.regions.iter().map(|r| r.bytes() as f64).sum::<f64>();
             apps.push(app);
         }
@@ -59,7 +60,9 @@ impl SimMachine {
                 capacity / f64::from(1 << 30)
             )));
         }
-        Ok(Self::idle(spec, config, apps, threads, free))
+        let mut m = Self::idle(spec, config, apps, threads, free);
+        m.restart = scenario.restart;
+        Ok(m)
     }
 
     /// The machine at time 0: applications placed, nothing allocated, every counter at zero.
@@ -90,6 +93,7 @@ impl SimMachine {
             e_samples_offered: 0,
             e_collapses: Vec::new(),
             epoch: 0,
+            restart: false,
             now_ns: 0.0,
             warm: None,
             sampling: SamplingRequest::NONE,
@@ -200,6 +204,29 @@ fn pick_core(
             (0..order.len()).find_map(|k| free_on(order[(t + k) % order.len()]))
         }
     }
+}
+
+/// The allocation policy of app `a` from its `membind`: bound to those nodes, each of which
+/// must exist and have memory.
+fn membind(spec: &MachineSpec, a: &AppSpec) -> Result<MemPolicy, String> {
+    let Some(ids) = &a.membind else {
+        return Ok(MemPolicy::Default);
+    };
+    if ids.is_empty() {
+        return Err(format!("app '{}': membind lists no nodes", a.name));
+    }
+    for &id in ids {
+        let i = usize::from(id);
+        if i >= spec.nodes() || spec.mem_bytes[i] == 0 {
+            return Err(format!(
+                "app '{}': membind names node {id}, which does not exist or has no memory",
+                a.name
+            ));
+        }
+    }
+    Ok(MemPolicy::Bind {
+        nodes: ids.iter().map(|&i| NodeId(i)).collect(),
+    })
 }
 
 fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<App, String> {

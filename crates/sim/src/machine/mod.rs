@@ -67,6 +67,11 @@ pub struct SimConfig {
     /// access distribution.
     pub sample_yield: f64,
     pub solver: SolverConfig,
+    /// Carry out two adjacent pins that exchange the cores of two running threads together.
+    /// Off by default: each pin is carried out alone, and one onto a busy core fails (the
+    /// simulator runs one thread per core), so an exchange on a machine with every core busy
+    /// fails both pins.
+    pub exchange_pins: bool,
 }
 
 impl Default for SimConfig {
@@ -81,6 +86,7 @@ impl Default for SimConfig {
                 tolerance: 1e-6,
                 max_iterations: 2_000,
             },
+            exchange_pins: false,
         }
     }
 }
@@ -204,6 +210,8 @@ pub struct SimMachine {
     e_samples_offered: u64,
     e_collapses: Vec<Collapse>,
     epoch: u64,
+    /// Start finished applications again until each has finished once (`Scenario::restart`).
+    restart: bool,
 }
 
 impl SimMachine {
@@ -384,11 +392,11 @@ impl Machine for SimMachine {
     }
 
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, SimError> {
-        Ok(actions
-            .iter()
-            .enumerate()
-            .map(|(i, a)| self.apply_one(i, a))
-            .collect())
+        Ok(self.apply_all(actions))
+    }
+
+    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, SimError> {
+        Ok(self.start_all(actions))
     }
 
     fn finished(&self) -> bool {

@@ -252,7 +252,8 @@ impl SimMachine {
         }
     }
 
-    /// Marks done the applications whose threads have all finished, at the last one's end.
+    /// Marks done the applications whose threads have all finished, at the last one's end;
+    /// with restarts, starts them again while another has not finished once.
     fn finish_apps(&mut self) {
         for ai in 0..self.apps.len() {
             if self.apps[ai].done_ns.is_none()
@@ -266,6 +267,26 @@ impl SimMachine {
                     .fold(0.0, f64::max);
                 self.apps[ai].done_ns = Some(done);
             }
+        }
+        if self.restart && self.apps.iter().any(|a| a.done_ns.is_none()) {
+            for ai in 0..self.apps.len() {
+                if self.apps[ai].allocated && self.running_threads(ai).next().is_none() {
+                    self.rerun(ai);
+                }
+            }
+        }
+    }
+
+    /// Starts app `ai` again: every thread back to its whole instruction budget and its first
+    /// phase, on the core it has, with the memory the app has.
+    fn rerun(&mut self, ai: usize) {
+        let budget = self.apps[ai].instructions;
+        for &t in &self.apps[ai].threads {
+            let th = &mut self.threads[t];
+            th.remaining = budget;
+            th.done_ns = None;
+            th.phase = 0;
+            th.mix_dirty = true;
         }
     }
 

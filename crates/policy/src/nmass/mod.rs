@@ -1,0 +1,262 @@
+//! N-MASS and maximum-local [Majo11]: mapping single-threaded processes onto the cores of a
+//! NUMA machine between data locality and cache contention.
+//!
+//! Each process has a home, the node holding its memory ([`home`]). `maximum-local`
+//! (Algorithm 2) maps the processes homed on each node onto that node's cores in descending
+//! order of their NUMA penalty (CPI remote / CPI local, Eq. 1), the lowest-penalty ones
+//! overflowing to the nearest node. `n-mass` (Algorithm 1) then refines that mapping
+//! (Algorithm 3, `refine.rs`): where a node's cache is under much more pressure (the sum of its
+//! processes' MPKI) than another's, processes move to the other cache, their MPKI weighted by
+//! their penalty there, unless that cache would pass THRESHOLD (60 MPKI, the pressure at which
+//! the paper's interconnect saturates). Neither moves pages.
+//!
+//! Both decide at the end of an epoch (the engine's, 1 s by default as in §3.4), from each
+//! process's MPKI over the epoch (its threads' `llc_misses` and `instructions`), and map
+//! again only when the processes change or a process's MPKI changed by more than 20% since
+//! the previous epoch (§3.4). Before the first epoch, at start, they map with MPKI unknown
+//! (taken as 0), which is maximum-local, unless the MPKIs come from profiles
+//! ([`MpkiSource::Profile`], the evaluated prototype's traces). A mapping is carried out by
+//! pinning every thread of a process to one core (`plan.rs`).
+//!
+//! Ours, beside the readings of Algorithm 3's gaps (`refine.rs`): the home rule, the threshold
+//! scaled by the link bandwidth, more than two nodes (Algorithm 2 merges all nodes' lists,
+//! Algorithm 3 refines the most against the least pressured node; both reduce to the listings
+//! on two nodes), exchanges when the destination is full, and processes beyond the number of
+//! cores left where they run (a run that starts with more is refused, [`Policy::check`]).
+
+mod config;
+mod default;
+mod maxlocal;
+mod plan;
+mod refine;
+mod view;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{Inputs, MaximumLocalConfig, MpkiSource, NMassConfig, PenaltySource, Profile};
+pub use default::{DefaultConfig, DefaultSchedule, balanced_splits};
+pub use maxlocal::{Proc, Processors, map_maxlocal};
+pub use refine::{Decision, RefineParams, Refinement, refine_mapping};
+pub use view::{Managed, home};
+
+use crate::{Policy, PolicyError};
+use rondpoint_model::{
+    Action, Capability, CpuId, Need, Observation, Outcome, OutcomeStatus, Pid, ProcessInfo, Tid,
+    Topology,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The refinement's parameters as configured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Refine {
+    threshold_mpki: f64,
+    scale_by_link: bool,
+    reference_bytes_per_s: f64,
+    swap_when_full: bool,
+}
+
+/// `maximum-local` or `n-mass`, and what it remembers between epochs.
+#[derive(Clone, Debug)]
+pub struct NMass {
+    name: &'static str,
+    inputs: Inputs,
+    /// `None` for maximum-local.
+    refine: Option<Refine>,
+    /// Each process's MPKI over the previous epoch.
+    last_mpki: BTreeMap<Pid, f64>,
+    /// The processes of the last mapping.
+    mapped: BTreeSet<Pid>,
+    /// Where each thread was pinned, by the outcomes of our pins.
+    pinned: BTreeMap<(Pid, Tid), CpuId>,
+    /// The narrowest link's capacity per direction, once the machine has reported it.
+    link_bytes_per_s: Option<f64>,
+}
+
+impl NMass {
+    /// `maximum-local`: Algorithm 2 alone.
+    pub fn maximum_local(config: MaximumLocalConfig) -> Result<Self, PolicyError> {
+        config.inputs.check("maximum-local")?;
+        Ok(Self::with("maximum-local", config.inputs, None))
+    }
+
+    /// `n-mass`: Algorithm 1 (2 then 3).
+    pub fn refined(config: NMassConfig) -> Result<Self, PolicyError> {
+        config.check("n-mass")?;
+        let refine = Refine {
+            threshold_mpki: config.threshold_mpki,
+            scale_by_link: config.scale_threshold_by_link,
+            reference_bytes_per_s: config.reference_link_gbs * 1e9,
+            swap_when_full: config.swap_when_full,
+        };
+        Ok(Self::with("n-mass", config.inputs, Some(refine)))
+    }
+
+    fn with(name: &'static str, inputs: Inputs, refine: Option<Refine>) -> Self {
+        Self {
+            name,
+            inputs,
+            refine,
+            last_mpki: BTreeMap::new(),
+            mapped: BTreeSet::new(),
+            pinned: BTreeMap::new(),
+            link_bytes_per_s: None,
+        }
+    }
+
+    /// Whether the decisions on process `m` read its measured MPKI.
+    fn measures(&self, m: &Managed) -> bool {
+        self.inputs.measures(&m.comm, self.refine.is_some())
+    }
+
+    /// The MPKI the decisions take for process `m`: profiled, else measured over the last
+    /// epoch, else 0 (not known yet).
+    fn mpki_of(&self, m: &Managed) -> f64 {
+        self.inputs
+            .profiled_mpki(&m.comm)
+            .or_else(|| self.last_mpki.get(&m.pid).copied())
+            .unwrap_or(0.0)
+    }
+
+    /// THRESHOLD as used on this machine.
+    fn threshold(&self, r: &Refine) -> f64 {
+        match self.link_bytes_per_s {
+            Some(c) if r.scale_by_link => r.threshold_mpki * c / r.reference_bytes_per_s,
+            _ => r.threshold_mpki,
+        }
+    }
+
+    /// Algorithm 1: the node of every process (`None` for those beyond the cores).
+    pub fn mapping(&self, topology: &Topology, managed: &[Managed]) -> Vec<Option<usize>> {
+        let procs: Vec<Proc> = managed
+            .iter()
+            .map(|m| {
+                let mpki = self.mpki_of(m);
+                Proc {
+                    home: m.home,
+                    np: self.inputs.penalty_of(&m.comm, mpki),
+                    mpki,
+                }
+            })
+            .collect();
+        let machine = Processors::of(topology);
+        let maxlocal = map_maxlocal(&procs, &machine);
+        match &self.refine {
+            Some(r) => {
+                let params = RefineParams {
+                    threshold: self.threshold(r),
+                    swap_when_full: r.swap_when_full,
+                };
+                refine_mapping(&procs, &machine, &maxlocal, params)
+            }
+            None => {
+                let mut out = vec![None; procs.len()];
+                for (p, node) in maxlocal {
+                    out[p] = Some(node);
+                }
+                out
+            }
+        }
+    }
+
+    /// Whether to map again: new or gone processes, or a measured MPKI that moved by more
+    /// than the re-decision fraction since the previous epoch (a process without a previous
+    /// MPKI counts as moved).
+    fn changed(&self, managed: &[Managed], mpki: &BTreeMap<Pid, f64>) -> bool {
+        let pids: BTreeSet<Pid> = managed.iter().map(|m| m.pid).collect();
+        if pids != self.mapped {
+            return true;
+        }
+        let limit = self.inputs.mpki_change_to_redecide;
+        managed.iter().filter(|m| self.measures(m)).any(|m| {
+            match (mpki.get(&m.pid), self.last_mpki.get(&m.pid)) {
+                (Some(&now), Some(&before)) => (now - before).abs() > limit * before,
+                (Some(_), None) => true,
+                _ => false,
+            }
+        })
+    }
+
+    /// Maps `managed` and returns the pins that carry it out.
+    fn map(&mut self, topology: &Topology, managed: &[Managed]) -> Vec<Action> {
+        let target = self.mapping(topology, managed);
+        self.mapped = managed.iter().map(|m| m.pid).collect();
+        plan::pins(topology, managed, &target, &self.pinned)
+    }
+}
+
+/// [Majo11 §3.3, Limitations]: at most one process per core.
+fn check_fits(topology: &Topology, processes: usize) -> Result<(), String> {
+    let cores = topology.cpu_count();
+    if processes <= cores {
+        return Ok(());
+    }
+    Err(format!(
+        "{processes} processes on {cores} cores: N-MASS maps at most one process per core; it \
+         decides spatial multiplexing, not temporal multiplexing [Majo11 §3.3, Limitations]"
+    ))
+}
+
+impl Policy for NMass {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn needs(&self) -> Vec<Need> {
+        let mut needs = vec![Need::one(
+            Capability::PinThreads,
+            "to map each process onto a core",
+        )];
+        if self.inputs.needs_counters(self.refine.is_some()) {
+            needs.push(
+                Need::one(
+                    Capability::ThreadCounters,
+                    "to compute each process's MPKI (instructions and LLC misses per thread)",
+                )
+                .exactly(),
+            );
+        }
+        needs
+    }
+
+    fn check(&self, topology: &Topology, processes: usize) -> Result<(), String> {
+        check_fits(topology, processes)
+    }
+
+    fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
+        let managed = Managed::all(topology, processes);
+        self.map(topology, &managed)
+    }
+
+    fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
+        if let Some(c) = view::narrowest_link(&observation.counters) {
+            self.link_bytes_per_s = Some(c);
+        }
+        let managed = Managed::all(topology, &observation.processes);
+        let mpki: BTreeMap<Pid, f64> = managed
+            .iter()
+            .filter_map(|m| {
+                let now = view::mpki(&observation.counters, m.pid)
+                    .or_else(|| self.last_mpki.get(&m.pid).copied())?;
+                Some((m.pid, now))
+            })
+            .collect();
+        let changed = self.changed(&managed, &mpki);
+        self.last_mpki = mpki;
+        if changed {
+            self.map(topology, &managed)
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
+        for (a, o) in actions.iter().zip(outcomes) {
+            if let (Action::PinThread { pid, tid, cpus }, OutcomeStatus::Applied) = (a, o.status) {
+                if let [cpu] = cpus.as_slice() {
+                    self.pinned.insert((*pid, *tid), *cpu);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! Multiprogrammed runs: homes bound by the scenario, restarts, pins at launch and exchanges,
+//! allocation maps, solo runs and profiles, slowdowns and runs averaged over placements.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use rondpoint_engine::{EngineConfig, Machine};
+use rondpoint_model::{Action, CpuId, OutcomeStatus, Pid, Tid};
+use rondpoint_policy::{PolicyConfig, Registry};
+use rondpoint_sim::experiment;
+use rondpoint_sim::multiprogram::{self, with_homes};
+use rondpoint_sim::scenario::Scenario;
+use rondpoint_sim::spec::MachineSpec;
+use rondpoint_sim::{SimConfig, SimMachine, presets};
+
+fn nehalem() -> MachineSpec {
+    MachineSpec::from_preset(&presets::machine("nehalem-e5520-2s").unwrap()).unwrap()
+}
+
+/// Programs of `instructions` each, single-threaded, with `extra` keys per app.
+fn programs(instructions: &[f64], extra: &str, restart: bool) -> Scenario {
+    let mut text = format!("name = \"t\"\ndescription = \"test\"\nrestart = {restart}\n");
+    for (i, n) in instructions.iter().enumerate() {
+        text.push_str(&format!(
+            r#"
+[[app]]
+name = "p{i}"
+threads = 1
+instructions = {n:e}
+cpi_base = 0.7
+mlp = 4.0
+mpki = 20.0
+mrc_ref_bytes = 8388608
+mrc_alpha = 0.2
+{extra}
+[[app.region]]
+name = "r"
+size_mib = 64
+first_touch = "main"
+pattern = "shared-uniform"
+share = 1.0
+"#
+        ));
+    }
+    toml::from_str(&text).unwrap()
+}
+
+/// Each program of `s` alone, local and remote.
+fn profiled(s: &Scenario) -> multiprogram::Solo {
+    multiprogram::solo_runs(
+        &nehalem(),
+        s,
+        &SimConfig::default(),
+        &EngineConfig::default(),
+        true,
+    )
+    .unwrap()
+}
+
+/// The scenario file of [Majo11] workload WL`k`.
+fn wl(k: usize) -> String {
+    format!(
+        "{}/../../examples/scenarios/nmass/wl{k}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn run_first_touch(m: &mut SimMachine) {
+    rondpoint_engine::run(
+        m,
+        &mut rondpoint_policy::baseline::FirstTouch,
+        &mut rondpoint_engine::VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+}
+
+#[test]
+fn membind_homes_the_memory_and_a_bad_node_is_refused() {
+    let s = programs(&[1e9], "membind = [1]\nplacement = { node = 0 }", false);
+    let mut m = SimMachine::new(nehalem(), &s, SimConfig::default()).unwrap();
+    m.observe(10_000_000).unwrap();
+    assert_eq!(m.pages_per_node()[0], 0);
+    assert!(m.pages_per_node()[1] > 0);
+    let p = &m.processes()[0];
+    assert_eq!(
+        p.mapping_policies[0].nodes,
+        vec![rondpoint_model::NodeId(1)]
+    );
+    let bad = programs(&[1e9], "membind = [2]", false);
+    let err = SimMachine::new(nehalem(), &bad, SimConfig::default()).unwrap_err();
+    assert!(err.to_string().contains("membind names node 2"), "{err}");
+}
+
+#[test]
+fn restarts_keep_every_program_running_until_each_has_finished_once() {
+    let alone = |restart: bool| {
+        let s = programs(&[2e9, 8e9], "placement = { node = 0 }", restart);
+        let mut m = SimMachine::new(nehalem(), &s, SimConfig::default()).unwrap();
+        run_first_touch(&mut m);
+        let done: Vec<f64> = m
+            .app_completion_ns()
+            .iter()
+            .map(|a| a.1.unwrap() / 1e9)
+            .collect();
+        (done, m.totals().instructions)
+    };
+    let (once, instr_once) = alone(false);
+    let (again, instr_again) = alone(true);
+    assert!((once[0] - again[0]).abs() < 1e-9, "first run unchanged");
+    assert!(
+        again[1] > once[1],
+        "the long one keeps its company: {again:?} {once:?}"
+    );
+    assert!((instr_once - 1e10).abs() < 1e3);
+    assert!(instr_again > 1e10 + 2e9, "the short one ran again");
+}
+
+fn pin(app: i32, cpu: u32) -> Action {
+    Action::PinThread {
+        pid: Pid(1000 * app),
+        tid: Tid(1000 * app),
+        cpus: vec![CpuId(cpu)],
+    }
+}
+
+/// Eight programs on the eight cores: app k on CPU k - 1.
+fn full() -> SimMachine {
+    let s = programs(&[1e9; 8], "placement = \"fill\"", false);
+    SimMachine::new(nehalem(), &s, SimConfig::default()).unwrap()
+}
+
+fn cpu_of(m: &SimMachine, app: usize) -> u32 {
+    m.processes()[app].threads[0].cpu.0
+}
+
+#[test]
+fn pins_at_start_are_one_placement() {
+    let mut m = full();
+    assert_eq!(cpu_of(&m, 0), 0);
+    // At launch an exchange is a placement: both pins apply, at no cost.
+    let out = m.start(&[pin(1, 4), pin(5, 0)]).unwrap();
+    assert!(out.iter().all(|o| o.status == OutcomeStatus::Applied));
+    assert_eq!((cpu_of(&m, 0), cpu_of(&m, 4)), (4, 0));
+    m.observe(100_000_000).unwrap();
+    assert_eq!(m.totals().overhead_ns, 0.0);
+    // Pins that would leave two threads on a core are carried out one by one.
+    let mut m = full();
+    let out = m.start(&[pin(1, 1)]).unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Failed);
+}
+
+#[test]
+fn exchanges_while_running_need_asking() {
+    // One thread per core: each pin alone finds its core busy.
+    let mut m = full();
+    m.observe(100_000_000).unwrap();
+    let out = m.apply(&[pin(1, 4), pin(5, 0)]).unwrap();
+    assert!(out.iter().all(|o| o.status == OutcomeStatus::Failed));
+    let cfg = SimConfig {
+        exchange_pins: true,
+        ..SimConfig::default()
+    };
+    let s = programs(&[1e9; 8], "placement = \"fill\"", false);
+    let mut m = SimMachine::new(nehalem(), &s, cfg).unwrap();
+    m.observe(100_000_000).unwrap();
+    let out = m.apply(&[pin(1, 4), pin(5, 0)]).unwrap();
+    assert!(out.iter().all(|o| o.status == OutcomeStatus::Applied));
+    assert_eq!((cpu_of(&m, 0), cpu_of(&m, 4)), (4, 0));
+    assert!(m.totals().overhead_ns > 0.0, "each refills its cache");
+    // Not an exchange: pins to busy cores still fail.
+    let out = m.apply(&[pin(2, 0), pin(3, 5)]).unwrap();
+    assert!(out.iter().all(|o| o.status == OutcomeStatus::Failed));
+}
+
+#[test]
+fn allocation_maps_set_homes_and_must_fit_the_workload_and_machine() {
+    let m = nehalem();
+    let s = programs(&[1e9; 4], "", false);
+    let h = with_homes(&m, &s, "0110").unwrap();
+    let homes: Vec<Option<Vec<u16>>> = h.apps.iter().map(|a| a.membind.clone()).collect();
+    assert_eq!(
+        homes,
+        vec![Some(vec![0]), Some(vec![1]), Some(vec![1]), Some(vec![0])]
+    );
+    let err = with_homes(&m, &s, "011").unwrap_err();
+    assert!(err.contains("3 digits for the 4 applications"), "{err}");
+    let err = with_homes(&m, &s, "0120").unwrap_err();
+    assert!(
+        err.contains("'2' is not a node of nehalem-e5520-2s"),
+        "{err}"
+    );
+}
+
+#[test]
+fn solo_runs_measure_the_numa_penalty_the_model_gives() {
+    let s = presets::workload("soplex").unwrap();
+    let solo = profiled(&s);
+    let a = &solo.apps[0];
+    // The preset's cpi_base and mlp were fitted to CPI_remote / CPI_local = 1.36 at idle
+    // latencies; loaded latencies add a little.
+    let np = a.numa_penalty().unwrap();
+    assert!((1.34..1.40).contains(&np), "{np}");
+    assert!((a.mpki - 20.0).abs() < 0.1, "{}", a.mpki);
+    assert!((a.local_s - 40.0).abs() < 2.0, "{}", a.local_s);
+}
+
+#[test]
+fn profiles_fill_only_what_the_configuration_does_not_give() {
+    let s = presets::workload(&wl(1)).unwrap();
+    let solo = profiled(&s);
+    let r = Registry::builtin();
+    let mut c = PolicyConfig::default();
+    r.set_arg(&mut c, "n-mass.inputs.profile.soplex.numa_penalty=1.5")
+        .unwrap();
+    multiprogram::fill_profiles(&mut c, r.info("n-mass").unwrap(), &solo).unwrap();
+    let get = |p: &str, k: &str| {
+        c.get_keys("n-mass", &["inputs", "profile", p, k])
+            .and_then(toml::Value::as_float)
+    };
+    assert_eq!(get("soplex", "numa_penalty"), Some(1.5));
+    assert!(get("soplex", "mpki").is_some_and(|x| (x - 20.0).abs() < 0.1));
+    assert!(get("namd", "numa_penalty").is_some_and(|x| (1.0..1.05).contains(&x)));
+    r.check(&c).unwrap();
+    let before = c.clone();
+    multiprogram::fill_profiles(&mut c, r.info("default").unwrap(), &solo).unwrap();
+    assert_eq!(c, before, "default takes no profile");
+}
+
+#[test]
+fn the_default_baseline_averages_its_splits_with_their_range() {
+    let m = nehalem();
+    let s = with_homes(&m, &programs(&[5e9; 4], "", true), "0000").unwrap();
+    let sim = SimConfig::default();
+    let engine = EngineConfig::default();
+    let solo = multiprogram::solo_runs(&m, &s, &sim, &engine, false).unwrap();
+    let config = PolicyConfig::default();
+    let build = || rondpoint_policy::build("default", &config);
+    let r =
+        experiment::run_policy(&m, &s, &build, &sim, &engine, Some(&solo), |_, _, _| {}).unwrap();
+    let mp = r.multiprogram.unwrap();
+    assert_eq!(mp.placements, 6);
+    // Every split is two local and two remote clones, two per cache: identical programs, so
+    // each program is local in half the splits.
+    let [lo, hi] = mp.apps[0].range_pct.unwrap();
+    assert!(lo < mp.apps[0].slowdown_pct && mp.apps[0].slowdown_pct < hi);
+    let [alo, ahi] = mp.average_range_pct.unwrap();
+    assert!(
+        (ahi - alo).abs() < 1.0,
+        "{alo} {ahi}: every split alike on average"
+    );
+    // One split alone.
+    let mut one = PolicyConfig::default();
+    Registry::builtin()
+        .set_arg(&mut one, "default.split=0")
+        .unwrap();
+    let build = || rondpoint_policy::build("default", &one);
+    let r =
+        experiment::run_policy(&m, &s, &build, &sim, &engine, Some(&solo), |_, _, _| {}).unwrap();
+    assert_eq!(r.multiprogram.unwrap().placements, 1);
+}
+
+#[test]
+fn n_mass_refuses_more_processes_than_cores_with_the_papers_words() {
+    let m = nehalem();
+    let mut s = programs(&[1e9; 8], "", false);
+    let extra = s.apps[0].clone();
+    s.apps.push(extra);
+    let mut p = rondpoint_policy::by_name("n-mass").unwrap();
+    let err = experiment::run(
+        &m,
+        &s,
+        p.as_mut(),
+        &SimConfig::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("spatial multiplexing, not temporal"), "{err}");
+}
