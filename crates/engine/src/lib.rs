@@ -96,6 +96,8 @@ pub enum EngineError {
     ZeroEpoch,
     #[error(transparent)]
     Unsupported(#[from] Unmet),
+    #[error("{policy} cannot run here: {why}")]
+    Refused { policy: String, why: String },
 }
 
 /// Engine settings.
@@ -199,6 +201,9 @@ pub struct Accounting {
     /// Whether a stop signal ended the run.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// What the policy said about itself at the end of the run ([`Policy::notes`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Accounting {
@@ -264,6 +269,12 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         ..Accounting::default()
     };
     policy.configure(&capabilities);
+    policy
+        .accepts(machine.topology(), &machine.processes())
+        .map_err(|why| EngineError::Refused {
+            policy: policy.name().to_string(),
+            why,
+        })?;
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
     machine.set_sampling(&policy.sampling());
 
@@ -339,6 +350,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             break;
         }
     }
+    acct.notes = policy.notes();
     Ok(acct)
 }
 

@@ -649,3 +649,70 @@ fn a_stop_signal_ends_the_run_or_interrupts_the_machine_once() {
     // Interrupt: the machine is told once and the run goes on until its programs end.
     assert_eq!(stopped_after_one(4, OnStop::Interrupt), (4, false, 1));
 }
+
+/// Refuses machines of more than `max_nodes` nodes; says how many epochs it saw.
+struct Picky {
+    max_nodes: usize,
+    epochs: u64,
+}
+
+impl Policy for Picky {
+    fn name(&self) -> &str {
+        "picky"
+    }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
+    }
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+        if topology.len() > self.max_nodes {
+            return Err(format!(
+                "{} nodes for {} processes",
+                topology.len(),
+                processes.len()
+            ));
+        }
+        Ok(())
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        self.epochs += 1;
+        Vec::new()
+    }
+    fn notes(&self) -> Vec<String> {
+        vec![format!("saw {} epochs", self.epochs)]
+    }
+}
+
+#[test]
+fn a_policy_that_refuses_the_machine_stops_the_run_before_anything_starts() {
+    let mut m = Fake::new(2);
+    let err = run(
+        &mut m,
+        &mut Picky {
+            max_nodes: 1,
+            epochs: 0,
+        },
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| panic!("no epoch may run"),
+    )
+    .unwrap_err();
+    assert!(matches!(err, EngineError::Refused { .. }));
+    assert_eq!(
+        err.to_string(),
+        "picky cannot run here: 2 nodes for 1 processes"
+    );
+    assert!(!m.started && m.applied.is_empty() && m.observed_until.is_empty());
+    let mut m = Fake::new(2);
+    let acct = run(
+        &mut m,
+        &mut Picky {
+            max_nodes: 2,
+            epochs: 0,
+        },
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(acct.notes, vec!["saw 2 epochs".to_string()]);
+}

@@ -40,6 +40,23 @@ pub trait Policy {
         let _ = capabilities;
     }
 
+    /// Whether the policy can work on this machine with these programs at all, asked once
+    /// before the run, after its needs were found met: `Err(why)` stops the run before
+    /// anything is touched, as an unmet need does (OAAS given a MAPI-to-gap curve measured on
+    /// another machine); the policy may keep what it found (the curve it chose). A policy
+    /// that can only do nothing here accepts, and says so in [`Policy::notes`]. The default
+    /// accepts.
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+        let _ = (topology, processes);
+        Ok(())
+    }
+
+    /// What the run's report should say about the policy: that it took no action and why,
+    /// or what it approximated. The engine reads them when the run ends. The default has none.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Decisions taken before the managed programs start (allocation policies, pinning).
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
         let _ = (topology, processes);

@@ -70,6 +70,9 @@ pub struct RunResult {
     pub apps: Vec<AppResult>,
     /// Each node's size and fallback order, and memory per node and per application over time.
     pub memory: MemoryReport,
+    /// What the policy said about itself (a no-op and why, an approximation).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One application's completion, and where its memory was at the end of the run.
@@ -170,6 +173,7 @@ pub fn run(
         collapses: t.collapses,
         apps,
         memory,
+        notes: acct.notes,
     })
 }
 

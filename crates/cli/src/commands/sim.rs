@@ -299,6 +299,21 @@ pub fn render_table(results: &[RunResult]) -> String {
          / link load as % of the mean;\npages in 4 KiB units; overhead: thread time spent on \
          placement mechanisms.\n",
     );
+    out.push_str(&render_notes(results));
+    out
+}
+
+/// What the policies said about themselves, one line each (nothing when they said nothing).
+pub fn render_notes(results: &[RunResult]) -> String {
+    let mut out = String::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for r in results {
+        for n in &r.notes {
+            if seen.insert((&r.workload, &r.policy, n)) {
+                out.push_str(&format!("note: {} / {}: {n}\n", r.workload, r.policy));
+            }
+        }
+    }
     out
 }
 
@@ -364,6 +379,7 @@ mod tests {
                 bytes_by_node: vec![16 * GIB, 8 * GIB],
             }],
             memory,
+            notes: vec![],
         };
         let out = render_memory(&r);
         let lines: Vec<&str> = out.lines().collect();
