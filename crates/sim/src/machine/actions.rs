@@ -1,12 +1,9 @@
 //! Carrying out policy actions: page moves and replications (with their copies and fixed
-//! costs), allocation policies, and thread moves.
+//! costs) and allocation policies; thread placements are in `moves`.
 
-use super::{LINE, SimMachine, whole_range};
+use super::SimMachine;
 use crate::placement::{REPLICATED, UNALLOCATED, mask_nodes};
-use rondpoint_model::{
-    Action, CpuId, MemPolicy, NodeId, NodeList, Outcome, OutcomeStatus, PageRange, PageSize, Pid,
-    Tid,
-};
+use rondpoint_model::{Action, MemPolicy, NodeId, NodeList, Outcome, PageRange, PageSize, Pid};
 
 impl SimMachine {
     pub(super) fn apply_one(&mut self, index: usize, action: &Action) -> Outcome {
@@ -28,11 +25,10 @@ impl SimMachine {
             }
             Action::Replicate { range, nodes } => self.replicate(index, range, nodes),
             Action::PinThread { pid, tid, cpus } => self.pin_thread(index, *pid, *tid, cpus),
-            Action::MoveApplication {
-                pid,
-                to,
-                with_memory,
-            } => self.move_application(index, *pid, *to, *with_memory),
+            Action::MoveApplication { .. } => {
+                let plan = self.plan_placements(std::slice::from_ref(action), false);
+                self.apply_placed(index, action, plan.into_iter().next().flatten())
+            }
             Action::MoveNodePages {
                 pid,
                 from,
@@ -114,88 +110,6 @@ impl SimMachine {
         Outcome::for_pages(index, range.count, done, copied, failures)
     }
 
-    fn pin_thread(&mut self, index: usize, pid: Pid, tid: Tid, cpus: &[CpuId]) -> Outcome {
-        let Some(t) = self
-            .threads
-            .iter()
-            .position(|th| th.tid == tid && self.apps[th.app].pid == pid)
-        else {
-            return Outcome::skipped(index, 0, format!("no thread {tid} in {pid}"));
-        };
-        let Some(core) = cpus.iter().find_map(|c| {
-            let core = self.spec.cores.iter().position(|k| k.cpu == *c)?;
-            let busy = self
-                .threads
-                .iter()
-                .enumerate()
-                .any(|(u, th)| u != t && th.core == core && th.done_ns.is_none());
-            (!busy).then_some(core)
-        }) else {
-            return Outcome::failed(index, "every allowed CPU is busy or does not exist");
-        };
-        self.move_thread(t, core);
-        Outcome::applied(index)
-    }
-
-    fn move_application(
-        &mut self,
-        index: usize,
-        pid: Pid,
-        to: NodeId,
-        with_memory: bool,
-    ) -> Outcome {
-        let Some(ai) = self.app_of(pid) else {
-            return no_process(index, 0, pid);
-        };
-        let Some(to) = self.node_index(to) else {
-            return Outcome::failed(index, format!("{to} does not exist"));
-        };
-        let threads: Vec<usize> = self.running_threads(ai).collect();
-        let mut free_cores: Vec<usize> = (0..self.spec.cores.len())
-            .filter(|&c| self.spec.cores[c].node == to)
-            .filter(|&c| {
-                !self
-                    .threads
-                    .iter()
-                    .any(|th| th.core == c && th.done_ns.is_none() && th.app != ai)
-            })
-            .collect();
-        if free_cores.len() < threads.len() {
-            return Outcome::failed(
-                index,
-                format!(
-                    "node {to} has {} free cores for {} threads",
-                    free_cores.len(),
-                    threads.len()
-                ),
-            );
-        }
-        free_cores.sort_unstable();
-        for (&t, &c) in threads.iter().zip(&free_cores) {
-            self.move_thread(t, c);
-        }
-        let mut outcome = Outcome::applied(index);
-        if with_memory {
-            let ranges: Vec<PageRange> = self.apps[ai]
-                .regions
-                .iter()
-                .filter(|r| !r.is_empty())
-                .filter_map(|r| whole_range(pid, r))
-                .collect();
-            for r in ranges {
-                let o = self.move_range(index, &r, &|_| to);
-                outcome.pages_requested += o.pages_requested * r.page_size.base_pages();
-                outcome.pages_done += o.pages_done * r.page_size.base_pages();
-                outcome.bytes_copied += o.bytes_copied;
-                outcome.failures.extend(o.failures);
-            }
-            if !outcome.failures.is_empty() {
-                outcome.status = OutcomeStatus::Partial;
-            }
-        }
-        outcome
-    }
-
     /// The region holding `addr`, and the page index in it.
     fn locate(&self, ai: usize, addr: u64) -> Option<(usize, usize)> {
         self.apps[ai]
@@ -209,7 +123,7 @@ impl SimMachine {
     }
 
     /// Moves the pages of `range` to nodes chosen by `target(i)` (i = page index in the range).
-    fn move_range(
+    pub(super) fn move_range(
         &mut self,
         index: usize,
         range: &PageRange,
@@ -351,25 +265,6 @@ impl SimMachine {
         o
     }
 
-    /// Moves a thread to another core; it refetches its LLC footprint there.
-    fn move_thread(&mut self, t: usize, core: usize) {
-        if self.threads[t].core == core {
-            return;
-        }
-        let old = self.spec.cores[self.threads[t].core];
-        let new = self.spec.cores[core];
-        self.threads[t].core = core;
-        self.threads[t].mix_dirty = true;
-        if old.llc != new.llc {
-            // Refill: its LLC share, one line per miss, at the idle local latency with MLP.
-            let app = &self.apps[self.threads[t].app];
-            let lines = app.mrc_ref.min(self.spec.llc_bytes) / LINE;
-            let cost = lines * self.spec.idle_ns[new.node][new.node] / app.mlp.max(1.0);
-            self.threads[t].stall_ns += cost;
-            self.totals.overhead_ns += cost;
-        }
-    }
-
     /// Spreads `ns` of mechanism time over an application's running threads.
     pub(super) fn charge_app(&mut self, ai: usize, ns: f64) {
         let running: Vec<usize> = self.running_threads(ai).collect();
@@ -394,6 +289,6 @@ impl SimMachine {
 }
 
 /// The outcome of action `index` (on `pages` pages), skipped: there is no process `pid`.
-fn no_process(index: usize, pages: u64, pid: Pid) -> Outcome {
+pub(super) fn no_process(index: usize, pages: u64, pid: Pid) -> Outcome {
     Outcome::skipped(index, pages, format!("no process {pid}"))
 }

@@ -10,12 +10,14 @@
 //! The parts: `build` places a scenario (threads on cores, regions in the address space),
 //! `alloc` places pages as applications start, `access` says where each thread's accesses
 //! go, `step` advances time, `sampling` draws what sampling and the hinting-fault scanner
-//! report, `actions` carries out policy actions, and `observe` closes an epoch.
+//! report, `actions` carries out policy actions (`moves` those that place threads), and
+//! `observe` closes an epoch.
 
 mod access;
 mod actions;
 mod alloc;
 mod build;
+mod moves;
 mod observe;
 mod sampling;
 mod step;
@@ -384,11 +386,13 @@ impl Machine for SimMachine {
     }
 
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, SimError> {
-        Ok(actions
-            .iter()
-            .enumerate()
-            .map(|(i, a)| self.apply_one(i, a))
-            .collect())
+        Ok(self.apply_batch(actions, false))
+    }
+
+    /// The start decisions: nothing runs yet, so pins are planned with the moves (a policy
+    /// may deal every thread to a core of its choice; see `moves`).
+    fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, SimError> {
+        Ok(self.apply_batch(actions, true))
     }
 
     fn finished(&self) -> bool {
