@@ -11,6 +11,7 @@ pub mod autonuma;
 pub mod baseline;
 pub mod carrefour;
 pub mod metrics;
+pub mod oaas;
 pub mod oracle;
 pub mod registry;
 pub mod remote;
@@ -208,7 +209,8 @@ mod tests {
             err.map(|e| e.to_string()).as_deref(),
             Some(
                 "unknown policy 'carrefour2'; valid policies: first-touch, interleave, autonuma, \
-                 carrefour, hybrid, usage-aware, dm, ua-dm, oracle"
+                 carrefour, hybrid, usage-aware, dm, ua-dm, oaas, oaas-nopm, static, random, \
+                 linux, oracle"
             )
         );
         let mut names: Vec<_> = r.names().collect();
@@ -321,6 +323,29 @@ mod tests {
         r.set_arg(&mut c, "carrefour.seed=1\nlar_threshold = 0.1")
             .unwrap();
         assert!(r.check(&c).is_err());
+    }
+
+    #[test]
+    fn a_run_seed_seeds_the_policies_with_a_seed_unless_given() {
+        let r = Registry::builtin();
+        let seed_of = |c: &PolicyConfig, p: &str| {
+            c.params(p)
+                .table
+                .and_then(|t| t.get("seed"))
+                .and_then(toml::Value::as_integer)
+        };
+        let c = r.seeded(&PolicyConfig::default(), "random", 7).unwrap();
+        assert_eq!(seed_of(&c, "random"), Some(7));
+        r.check(&c).unwrap();
+        let c = r
+            .seeded(&PolicyConfig::default(), "first-touch", 7)
+            .unwrap();
+        assert_eq!(c, PolicyConfig::default(), "no seed parameter, nothing set");
+        let mut given = PolicyConfig::default();
+        r.set_arg(&mut given, "carrefour.seed=3").unwrap();
+        let c = r.seeded(&given, "carrefour", 7).unwrap();
+        assert_eq!(seed_of(&c, "carrefour"), Some(3));
+        assert!(r.seeded(&given, "nope", 7).is_err());
     }
 
     #[test]
