@@ -1,5 +1,6 @@
 //! rondpoint's NUMA machine simulator.
 
+pub mod calibrate;
 pub mod machine;
 pub mod memory;
 pub mod param;
