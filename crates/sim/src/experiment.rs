@@ -193,18 +193,25 @@ fn node_infos(machine: &MachineSpec, m: &SimMachine) -> Vec<NodeInfo> {
         .collect()
 }
 
-/// Fills `speedup_vs_first_touch` for every run of the same machine and workload as a
+/// Fills `speedup_vs_first_touch` for every run of the same machine, workload and seed as a
 /// first-touch run.
 pub fn fill_speedups(results: &mut [RunResult]) {
-    let baselines: Vec<(String, String, f64)> = results
+    let baselines: Vec<(String, String, u64, f64)> = results
         .iter()
         .filter(|r| r.policy == "first-touch")
-        .map(|r| (r.machine.clone(), r.workload.clone(), r.completion_s))
+        .map(|r| {
+            (
+                r.machine.clone(),
+                r.workload.clone(),
+                r.seed,
+                r.completion_s,
+            )
+        })
         .collect();
     for r in results.iter_mut() {
         r.speedup_vs_first_touch = baselines
             .iter()
-            .find(|(m, w, _)| *m == r.machine && *w == r.workload)
-            .map(|(_, _, ft)| ft / r.completion_s);
+            .find(|(m, w, s, _)| *m == r.machine && *w == r.workload && *s == r.seed)
+            .map(|(_, _, _, ft)| ft / r.completion_s);
     }
 }

@@ -9,6 +9,7 @@ pub mod preset;
 pub mod scenario;
 pub mod solver;
 pub mod spec;
+pub mod summary;
 pub use machine::{SimConfig, SimError, SimMachine, Totals};
 pub mod experiment;
 pub mod presets;

@@ -5,8 +5,11 @@ use crate::options::PolicyOptions;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use rondpoint_engine::EngineConfig;
+use rondpoint_policy::{PolicyConfig, Registry};
 use rondpoint_sim::experiment::{self, RunResult};
+use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
+use rondpoint_sim::summary::{self, Summary};
 use rondpoint_sim::{SimConfig, presets};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -47,9 +50,17 @@ pub struct SimArgs {
     )]
     policy: Vec<String>,
 
-    /// Seed for every random choice in the simulator: the same seed gives the same results.
+    /// Seed of every random choice of a run: the simulator's, and those of each policy with a
+    /// `seed` parameter that --config and --set leave unset. The same seed gives the same
+    /// results.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+
+    /// Run every workload under every policy N times, with seeds SEED, SEED+1, ..., and print
+    /// each application's mean completion time and its standard deviation over the runs (the
+    /// JSON adds a `summary`).
+    #[arg(long, value_name = "N")]
+    seeds: Option<u64>,
 
     #[command(flatten)]
     policy_options: PolicyOptions,
@@ -89,6 +100,9 @@ pub struct SimArgs {
 struct SimReport {
     schema_version: u32,
     runs: Vec<RunResult>,
+    /// With `--seeds`: each application's completion time over the seeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<Vec<Summary>>,
 }
 
 fn list() {
@@ -119,30 +133,78 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     let preset = presets::machine(machine_name)?;
     let spec = MachineSpec::from_preset(&preset)?;
     let config = args.policy_options.config()?;
-    let mut policies: Vec<String> = Vec::new();
-    for p in &args.policy {
-        if p == "all" {
-            policies.extend(
-                rondpoint_policy::Registry::builtin()
-                    .all()
-                    .map(str::to_string),
-            );
-        } else {
-            rondpoint_policy::build(p, &config)?;
-            policies.push(p.clone());
-        }
-    }
-    let mut seen = std::collections::HashSet::new();
-    policies.retain(|p| seen.insert(p.clone()));
+    let policies = policies_of(args, &config)?;
     let scenarios = args
         .workload
         .iter()
         .map(|w| presets::workload(w).map_err(anyhow::Error::from))
         .collect::<Result<Vec<_>>>()?;
-    let sim = SimConfig {
-        seed: args.seed,
-        ..SimConfig::default()
-    };
+    let mut results = run_all(args, &spec, &scenarios, &policies, &config)?;
+    experiment::fill_speedups(&mut results);
+    let summary = args.seeds.map(|_| summary::summarize(&results));
+    if args.json {
+        let report = SimReport {
+            schema_version: SCHEMA_VERSION,
+            runs: results,
+            summary,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match &summary {
+        Some(s) => print!("{}{}", render_summary(s), render_notes(&results)),
+        None => print!("{}", render_table(&results)),
+    }
+    if args.memory {
+        for r in &results {
+            print!("\n{}", render_memory(r));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The policies asked for (`all` expanded), each checked to build, without repeats.
+fn policies_of(args: &SimArgs, config: &PolicyConfig) -> Result<Vec<String>> {
+    let registry = Registry::builtin();
+    let mut policies: Vec<String> = Vec::new();
+    for p in &args.policy {
+        if p == "all" {
+            policies.extend(registry.all().map(str::to_string));
+        } else {
+            registry.build(p, config)?;
+            policies.push(p.clone());
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    policies.retain(|p| seen.insert(p.clone()));
+    Ok(policies)
+}
+
+/// The seeds of the runs: `--seed`, or `--seeds N` of them from it.
+fn seeds(args: &SimArgs) -> Result<Vec<u64>> {
+    match args.seeds {
+        None => Ok(vec![args.seed]),
+        Some(0) => bail!("--seeds must be at least 1"),
+        Some(n) => (0..n)
+            .map(|k| {
+                args.seed
+                    .checked_add(k)
+                    .context("--seed plus --seeds passes the largest seed")
+            })
+            .collect(),
+    }
+}
+
+/// Every workload under every policy with every seed, in that order.
+fn run_all(
+    args: &SimArgs,
+    spec: &MachineSpec,
+    scenarios: &[Scenario],
+    policies: &[String],
+    config: &PolicyConfig,
+) -> Result<Vec<RunResult>> {
+    let registry = Registry::builtin();
+    let seeds = seeds(args)?;
     let engine = EngineConfig {
         epoch_ns: args.epoch_ms * 1_000_000,
         limits: rondpoint_engine::RateLimits {
@@ -153,52 +215,94 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     };
     let progress = !args.quiet;
     let live = progress && std::io::stderr().is_terminal();
-    let total = scenarios.len() * policies.len();
+    let total = scenarios.len() * policies.len() * seeds.len();
     let mut results = Vec::with_capacity(total);
-    for scenario in &scenarios {
-        for p in &policies {
-            let mut policy = rondpoint_policy::build(p, &config)?;
-            let started = Instant::now();
-            let label = format!(
-                "[{}/{total}] {} / {} / {p}",
-                results.len() + 1,
-                spec.name,
-                scenario.name
-            );
-            let r = experiment::run(&spec, scenario, policy.as_mut(), &sim, &engine, |t| {
-                if live {
-                    eprint!("\r{label}: {t:.0} simulated s");
-                }
-            })
-            .with_context(|| format!("running {} under {p}", scenario.name))?;
-            if progress {
-                let wall = started.elapsed().as_secs_f64();
-                eprintln!(
-                    "{}{label}: {:.2} simulated s in {:.2} s of wall time",
-                    if live { "\r" } else { "" },
-                    r.completion_s,
-                    wall
+    for scenario in scenarios {
+        for p in policies {
+            for &seed in &seeds {
+                let sim = SimConfig {
+                    seed,
+                    ..SimConfig::default()
+                };
+                let mut policy = registry.build(p, &registry.seeded(config, p, seed)?)?;
+                let started = Instant::now();
+                let label = format!(
+                    "[{}/{total}] {} / {} / {p}{}",
+                    results.len() + 1,
+                    spec.name,
+                    scenario.name,
+                    if args.seeds.is_some() {
+                        format!(" / seed {seed}")
+                    } else {
+                        String::new()
+                    }
                 );
+                let r = experiment::run(spec, scenario, policy.as_mut(), &sim, &engine, |t| {
+                    if live {
+                        eprint!("\r{label}: {t:.0} simulated s");
+                    }
+                })
+                .with_context(|| format!("running {} under {p}", scenario.name))?;
+                if progress {
+                    let wall = started.elapsed().as_secs_f64();
+                    eprintln!(
+                        "{}{label}: {:.2} simulated s in {:.2} s of wall time",
+                        if live { "\r" } else { "" },
+                        r.completion_s,
+                        wall
+                    );
+                }
+                results.push(r);
             }
-            results.push(r);
         }
     }
-    experiment::fill_speedups(&mut results);
-    if args.json {
-        let report = SimReport {
-            schema_version: SCHEMA_VERSION,
-            runs: results,
-        };
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", render_table(&results));
-        if args.memory {
-            for r in &results {
-                print!("\n{}", render_memory(r));
-            }
+    Ok(results)
+}
+
+/// Each application's completion time over the seeds: mean, standard deviation, extremes.
+pub fn render_summary(summaries: &[Summary]) -> String {
+    let mut rows = Vec::new();
+    for s in summaries {
+        let spreads = s
+            .apps
+            .iter()
+            .map(|a| (a.name.as_str(), a.spread))
+            .chain(std::iter::once(("(all)", s.completion)));
+        for (name, sp) in spreads {
+            rows.push(vec![
+                s.workload.clone(),
+                s.policy.clone(),
+                s.seeds.len().to_string(),
+                name.to_string(),
+                format!("{:.2}", sp.mean_s),
+                format!("{:.2}", sp.std_s),
+                format!("{:.1}%", sp.std_pct()),
+                format!("{:.2}", sp.min_s),
+                format!("{:.2}", sp.max_s),
+            ]);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    let mut out = format::table(
+        &[
+            "workload",
+            "policy",
+            "seeds",
+            "application",
+            "mean s",
+            "std s",
+            "std",
+            "min s",
+            "max s",
+        ],
+        &[false, false, true, false, true, true, true, true, true],
+        rows,
+    );
+    out.push_str(
+        "\n\nper application: completion time (simulated s) over the seeds: mean, sample \
+         standard deviation (n - 1) in s and as % of the mean,\nleast and greatest; (all): \
+         until the last application finished.\n",
+    );
+    out
 }
 
 /// One run's memory per node (GiB): size, fallback order, peak and final use, and each
