@@ -684,35 +684,27 @@ impl Policy for Picky {
 
 #[test]
 fn a_policy_that_refuses_the_machine_stops_the_run_before_anything_starts() {
-    let mut m = Fake::new(2);
-    let err = run(
-        &mut m,
-        &mut Picky {
-            max_nodes: 1,
+    let run_picky = |max_nodes, m: &mut Fake| {
+        let mut p = Picky {
+            max_nodes,
             epochs: 0,
-        },
-        &mut VirtualClock::default(),
-        &EngineConfig::default(),
-        |_| panic!("no epoch may run"),
-    )
-    .unwrap_err();
+        };
+        run(
+            m,
+            &mut p,
+            &mut VirtualClock::default(),
+            &EngineConfig::default(),
+            |r| assert!(max_nodes >= 2, "no epoch may run: {}", r.epoch),
+        )
+    };
+    let mut m = Fake::new(2);
+    let err = run_picky(1, &mut m).unwrap_err();
     assert!(matches!(err, EngineError::Refused { .. }));
     assert_eq!(
         err.to_string(),
         "picky cannot run here: 2 nodes for 1 processes"
     );
     assert!(!m.started && m.applied.is_empty() && m.observed_until.is_empty());
-    let mut m = Fake::new(2);
-    let acct = run(
-        &mut m,
-        &mut Picky {
-            max_nodes: 2,
-            epochs: 0,
-        },
-        &mut VirtualClock::default(),
-        &EngineConfig::default(),
-        |_| {},
-    )
-    .unwrap();
+    let acct = run_picky(2, &mut Fake::new(2)).unwrap();
     assert_eq!(acct.notes, vec!["saw 2 epochs".to_string()]);
 }

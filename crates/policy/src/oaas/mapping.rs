@@ -23,8 +23,13 @@ pub const TABLE4: [(&str, &str); 6] = [
     ("M5", "SSFF"),
 ];
 
-fn placement_need(why: &'static str) -> Need {
-    Need::one(Capability::MoveApplications, why).exactly()
+/// What `static` and `random` need: to put each application on its node.
+fn placement_need() -> Need {
+    Need::one(
+        Capability::MoveApplications,
+        "to put each application on its node before it starts (sched_setaffinity)",
+    )
+    .exactly()
 }
 
 /// `static`: a fixed mapping of applications to fast and slow nodes.
@@ -110,9 +115,7 @@ impl Policy for Static {
     }
 
     fn needs(&self) -> Vec<Need> {
-        vec![placement_need(
-            "to put each application on its node before it starts (sched_setaffinity)",
-        )]
+        vec![placement_need()]
     }
 
     fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
@@ -151,9 +154,7 @@ impl Policy for Random {
     }
 
     fn needs(&self) -> Vec<Need> {
-        vec![placement_need(
-            "to put each application on its node before it starts (sched_setaffinity)",
-        )]
+        vec![placement_need()]
     }
 
     fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
