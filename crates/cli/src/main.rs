@@ -67,6 +67,8 @@ enum Command {
     /// List the policies (what each needs of a machine, its parameters), the simulator's
     /// presets, or what this machine offers the policies.
     List(commands::list::ListArgs),
+    /// Measure a machine's MAPI-to-gap curve for `oaas` (the microbenchmark of Gaud et al.).
+    Calibrate(commands::calibrate::CalibrateArgs),
     /// Move a running process's pages to a node (like numactl's migratepages, but batched per
     /// node, THP-aware, rate-capped and verified by a placement query), and say what moved.
     Migrate(commands::migrate::MigrateArgs),
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Daemon(args) => commands::daemon::run(&args),
         Command::Migrate(args) => commands::migrate::run(&args),
         Command::List(args) => commands::list::run(&args),
+        Command::Calibrate(args) => commands::calibrate::run(&args),
     };
     match result {
         Ok(code) => code,

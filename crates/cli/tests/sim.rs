@@ -295,3 +295,140 @@ fn allocation_maps_must_fit_the_workload_and_the_machine() {
     .code(1)
     .stderr(predicate::str::contains("4 digits for the 8 applications"));
 }
+
+#[test]
+fn seeds_summarise_each_application_with_its_spread() {
+    let args = [
+        "sim",
+        "-q",
+        "-m",
+        "r905-asymmetric",
+        "-w",
+        "examples/scenarios/oaas/pg-1.toml",
+        "-p",
+        "random,oaas",
+        "--epoch-ms",
+        "300",
+        "--seeds",
+        "3",
+    ];
+    let table = stdout(&args);
+    assert!(
+        table.contains("application") && table.contains("std s"),
+        "{table}"
+    );
+    assert!(
+        table.contains("sample standard deviation (n - 1)"),
+        "{table}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let j: Value = serde_json::from_str(&stdout(&json_args)).unwrap();
+    let runs = j["runs"].as_array().unwrap();
+    let seeds: Vec<u64> = runs.iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, [1, 2, 3, 1, 2, 3]);
+    let summary = j["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 2);
+    for s in summary {
+        assert_eq!(s["seeds"], serde_json::json!([1, 2, 3]));
+        let apps = s["apps"].as_array().unwrap();
+        assert_eq!(apps.len(), 4);
+        for a in apps {
+            for field in ["name", "mean_s", "std_s", "min_s", "max_s"] {
+                assert!(!a[field].is_null(), "{field} missing in {a}");
+            }
+        }
+        assert!(!s["completion"]["mean_s"].is_null());
+    }
+    // The runs' seeds reach random's draws: three seeds, more than one placement of canneal.
+    let canneal: Vec<f64> = runs[..3]
+        .iter()
+        .map(|r| r["apps"][3]["completion_s"].as_f64().unwrap())
+        .collect();
+    assert!(
+        canneal.iter().any(|&t| (t - canneal[0]).abs() > 0.1),
+        "{canneal:?}"
+    );
+    // Without --seeds the JSON has no summary.
+    let one: Value = serde_json::from_str(&stdout(
+        &args[..args.len() - 2]
+            .iter()
+            .copied()
+            .chain(["--json"])
+            .collect::<Vec<_>>(),
+    ))
+    .unwrap();
+    assert!(one.get("summary").is_none());
+    rondpoint(&[&args[..args.len() - 1], &["0"]].concat())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--seeds must be at least 1"));
+}
+
+#[test]
+fn oaas_policies_say_what_they_cannot_do() {
+    let pg1 = "examples/scenarios/oaas/pg-1.toml";
+    // No slow node: oaas is a no-op and says so under the table.
+    let out = stdout(&["sim", "-q", "-m", "opteron-8385", "-w", pg1, "-p", "oaas"]);
+    assert!(
+        out.contains("note: pg-1 / oaas: every CPU node of this machine is fast"),
+        "{out}"
+    );
+    // A static mapping by name or by letters; a bad one is refused when read.
+    let mapping = |m: &str| {
+        let set = format!("static.mapping={m}");
+        rondpoint(&[
+            "sim",
+            "-q",
+            "-m",
+            "r905-asymmetric",
+            "-w",
+            pg1,
+            "-p",
+            "static",
+            "--set",
+            &set,
+        ])
+        .assert()
+    };
+    mapping("M3").success();
+    mapping("sffs").success();
+    mapping("M9")
+        .failure()
+        .stderr(predicate::str::contains("neither M0 to M5"));
+    // More applications than nodes: refused before the run, with the reason.
+    let dir = tempfile::tempdir().unwrap();
+    let three = dir.path().join("three.toml");
+    let app = |name: &str| {
+        format!(
+            "[[app]]\nname = \"{name}\"\nthreads = 1\ninstructions = 1e9\ncpi_base = 1.0\n\
+             mlp = 1.0\nmpki = 1.0\nmrc_ref_bytes = 1048576\n[[app.region]]\nname = \"r\"\n\
+             size_mib = 1\nfirst_touch = \"main\"\npattern = \"shared-uniform\"\nshare = 1.0\n"
+        )
+    };
+    std::fs::write(
+        &three,
+        format!(
+            "name = \"three\"\ndescription = \"three apps\"\n{}{}{}",
+            app("a"),
+            app("b"),
+            app("c")
+        ),
+    )
+    .unwrap();
+    rondpoint(&[
+        "sim",
+        "-q",
+        "-m",
+        "xeon-2s",
+        "-w",
+        three.to_str().unwrap(),
+        "-p",
+        "random",
+    ])
+    .assert()
+    .failure()
+    .stderr(predicate::str::contains(
+        "random cannot run here: 3 applications for 2 CPU nodes",
+    ));
+}

@@ -98,8 +98,8 @@ pub enum EngineError {
     ZeroEpoch,
     #[error(transparent)]
     Unsupported(#[from] Unmet),
-    #[error("{policy} cannot manage these processes: {reason}")]
-    Refused { policy: String, reason: String },
+    #[error("{policy} cannot run here: {why}")]
+    Refused { policy: String, why: String },
 }
 
 /// Engine settings.
@@ -206,6 +206,9 @@ pub struct Accounting {
     /// Whether a stop signal ended the run.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// What the policy said about itself at the end of the run ([`Policy::notes`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Accounting {
@@ -342,6 +345,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             break;
         }
     }
+    acct.notes = policy.notes();
     Ok(acct)
 }
 
@@ -357,13 +361,13 @@ fn admit<M: Machine + ?Sized>(
         reduced: capabilities.check(policy.name(), &policy.needs())?,
         ..Accounting::default()
     };
-    policy
-        .check(machine.topology(), machine.processes().len())
-        .map_err(|reason| EngineError::Refused {
-            policy: policy.name().to_string(),
-            reason,
-        })?;
     policy.configure(&capabilities);
+    policy
+        .accepts(machine.topology(), &machine.processes())
+        .map_err(|why| EngineError::Refused {
+            policy: policy.name().to_string(),
+            why,
+        })?;
     Ok(acct)
 }
 

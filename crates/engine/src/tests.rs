@@ -605,9 +605,10 @@ impl Policy for Refusing {
     fn needs(&self) -> Vec<rondpoint_model::Need> {
         Vec::new()
     }
-    fn check(&self, topology: &Topology, processes: usize) -> Result<(), String> {
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
         Err(format!(
-            "{processes} processes on {} cores",
+            "{} processes on {} cores",
+            processes.len(),
             topology.cpu_count()
         ))
     }
@@ -629,7 +630,7 @@ fn a_policy_that_cannot_manage_the_processes_is_refused_before_anything_starts()
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "refusing cannot manage these processes: 1 processes on 2 cores"
+        "refusing cannot run here: 1 processes on 2 cores"
     );
     assert!(!m.started && m.applied.is_empty());
 }
@@ -689,4 +690,63 @@ fn a_stop_signal_ends_the_run_or_interrupts_the_machine_once() {
     assert_eq!(stopped_after_one(10, OnStop::End), (2, true, 0));
     // Interrupt: the machine is told once and the run goes on until its programs end.
     assert_eq!(stopped_after_one(4, OnStop::Interrupt), (4, false, 1));
+}
+
+/// Refuses machines of more than `max_nodes` nodes; says how many epochs it saw.
+struct Picky {
+    max_nodes: usize,
+    epochs: u64,
+}
+
+impl Policy for Picky {
+    fn name(&self) -> &str {
+        "picky"
+    }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
+    }
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+        if topology.len() > self.max_nodes {
+            return Err(format!(
+                "{} nodes for {} processes",
+                topology.len(),
+                processes.len()
+            ));
+        }
+        Ok(())
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        self.epochs += 1;
+        Vec::new()
+    }
+    fn notes(&self) -> Vec<String> {
+        vec![format!("saw {} epochs", self.epochs)]
+    }
+}
+
+#[test]
+fn a_policy_that_refuses_the_machine_stops_the_run_before_anything_starts() {
+    let run_picky = |max_nodes, m: &mut Fake| {
+        let mut p = Picky {
+            max_nodes,
+            epochs: 0,
+        };
+        run(
+            m,
+            &mut p,
+            &mut VirtualClock::default(),
+            &EngineConfig::default(),
+            |r| assert!(max_nodes >= 2, "no epoch may run: {}", r.epoch),
+        )
+    };
+    let mut m = Fake::new(2);
+    let err = run_picky(1, &mut m).unwrap_err();
+    assert!(matches!(err, EngineError::Refused { .. }));
+    assert_eq!(
+        err.to_string(),
+        "picky cannot run here: 2 nodes for 1 processes"
+    );
+    assert!(!m.started && m.applied.is_empty() && m.observed_until.is_empty());
+    let acct = run_picky(2, &mut Fake::new(2)).unwrap();
+    assert_eq!(acct.notes, vec!["saw 2 epochs".to_string()]);
 }

@@ -10,6 +10,7 @@ pub mod capability;
 pub mod counters;
 pub mod cpulist;
 pub mod draw;
+pub mod gap_curve;
 pub mod ids;
 pub mod metrics;
 pub mod observation;
@@ -24,6 +25,7 @@ pub mod topology;
 pub use action::{Action, MemPolicy, NodeList, Outcome, OutcomeStatus};
 pub use capability::{Capabilities, Capability, Need, Support, Unmet};
 pub use counters::{CounterGroup, Counters, Estimate, LinkCounters, NodeCounters, ThreadCounters};
+pub use gap_curve::{CurveError, CurveMachine, CurvePoint, GapCurve};
 pub use ids::{CpuId, NodeId, Pid, Tid};
 pub use observation::{
     AccessTruth, Collapse, MappingPolicy, NodeMemory, Observation, PolicyMode, ProcessInfo,

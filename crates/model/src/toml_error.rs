@@ -42,13 +42,19 @@ mod tests {
         let text = "a = 1\nsecret_password = hunter2\n";
         let e = toml::from_str::<toml::Table>(text).unwrap_err();
         let d = describe(text, &e);
-        assert!(d.starts_with("line 2, column 19, key `secret_password`: "), "{d}");
+        assert!(
+            d.starts_with("line 2, column 19, key `secret_password`: "),
+            "{d}"
+        );
         assert!(!d.contains("hunter2"), "{d}");
         // A line that is not `key = value` shows nothing of itself.
         let text = "root:$6$hash:19000:0:99999:7:::\n";
         let e = toml::from_str::<toml::Table>(text).unwrap_err();
         let d = describe(text, &e);
-        assert!(d.starts_with("line 1, column ") && !d.contains("hash"), "{d}");
+        assert!(
+            d.starts_with("line 1, column ") && !d.contains("hash"),
+            "{d}"
+        );
         #[derive(Debug, serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Known {
@@ -57,6 +63,9 @@ mod tests {
         }
         let e = toml::from_str::<Known>("a = 1\nb = 2\n").unwrap_err();
         let d = describe("a = 1\nb = 2\n", &e);
-        assert!(d.starts_with("line 2, column 1, key `b`: unknown field `b`"), "{d}");
+        assert!(
+            d.starts_with("line 2, column 1, key `b`: unknown field `b`"),
+            "{d}"
+        );
     }
 }

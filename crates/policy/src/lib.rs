@@ -12,6 +12,7 @@ pub mod baseline;
 pub mod carrefour;
 pub mod metrics;
 pub mod nmass;
+pub mod oaas;
 pub mod oracle;
 pub mod registry;
 pub mod remote;
@@ -33,14 +34,6 @@ pub trait Policy {
     /// refuses to run a policy whose needs the machine cannot meet, naming what is missing
     /// (see [`rondpoint_model::Capabilities::check`]).
     fn needs(&self) -> Vec<Need>;
-
-    /// Whether the policy can manage `processes` processes on `topology`: the engine refuses to
-    /// run it otherwise, with the reason given here (N-MASS maps at most one process per core,
-    /// [Majo11 §3.3, Limitations]). The default accepts any number.
-    fn check(&self, topology: &Topology, processes: usize) -> Result<(), String> {
-        let _ = (topology, processes);
-        Ok(())
-    }
 
     /// How many equally likely placements the policy stands for, for `processes` processes on
     /// `topology`: 1 for a policy that decides, more for a baseline that is a distribution of
@@ -64,6 +57,23 @@ pub trait Policy {
     /// supports. The default ignores it.
     fn configure(&mut self, capabilities: &Capabilities) {
         let _ = capabilities;
+    }
+
+    /// Whether the policy can work on this machine with these programs at all, asked once
+    /// before the run, after its needs were found met: `Err(why)` stops the run before
+    /// anything is touched, as an unmet need does (OAAS given a MAPI-to-gap curve measured on
+    /// another machine); the policy may keep what it found (the curve it chose). A policy
+    /// that can only do nothing here accepts, and says so in [`Policy::notes`]. N-MASS refuses
+    /// more processes than cores ([Majo11 §3.3, Limitations]). The default accepts.
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+        let _ = (topology, processes);
+        Ok(())
+    }
+
+    /// What the run's report should say about the policy: that it took no action and why,
+    /// or what it approximated. The engine reads them when the run ends. The default has none.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
     }
 
     /// Decisions taken before the managed programs start (allocation policies, pinning).
@@ -239,7 +249,7 @@ mod tests {
             Some(
                 "unknown policy 'carrefour2'; valid policies: first-touch, interleave, autonuma, \
                  carrefour, hybrid, usage-aware, dm, ua-dm, maximum-local, n-mass, default, \
-                 oracle"
+                 oaas, oaas-nopm, static, random, linux, oracle"
             )
         );
         let mut names: Vec<_> = r.names().collect();
@@ -352,6 +362,29 @@ mod tests {
         r.set_arg(&mut c, "carrefour.seed=1\nlar_threshold = 0.1")
             .unwrap();
         assert!(r.check(&c).is_err());
+    }
+
+    #[test]
+    fn a_run_seed_seeds_the_policies_with_a_seed_unless_given() {
+        let r = Registry::builtin();
+        let seed_of = |c: &PolicyConfig, p: &str| {
+            c.params(p)
+                .table
+                .and_then(|t| t.get("seed"))
+                .and_then(toml::Value::as_integer)
+        };
+        let c = r.seeded(&PolicyConfig::default(), "random", 7).unwrap();
+        assert_eq!(seed_of(&c, "random"), Some(7));
+        r.check(&c).unwrap();
+        let c = r
+            .seeded(&PolicyConfig::default(), "first-touch", 7)
+            .unwrap();
+        assert_eq!(c, PolicyConfig::default(), "no seed parameter, nothing set");
+        let mut given = PolicyConfig::default();
+        r.set_arg(&mut given, "carrefour.seed=3").unwrap();
+        let c = r.seeded(&given, "carrefour", 7).unwrap();
+        assert_eq!(seed_of(&c, "carrefour"), Some(3));
+        assert!(r.seeded(&given, "nope", 7).is_err());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! test's toy policy, a downstream crate's).
 
 use crate::{
-    Policy, PolicyConfig, PolicyError, autonuma, baseline, carrefour, nmass, oracle, remote,
+    Policy, PolicyConfig, PolicyError, autonuma, baseline, carrefour, nmass, oaas, oracle, remote,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -22,6 +22,8 @@ pub enum Family {
     RemotePlacement,
     /// N-MASS and its baselines [Majo11].
     NMass,
+    /// Asymmetry-aware scheduling of applications, and its baselines [Gaud10].
+    Oaas,
     /// Not a deployable policy: a bound to compare real ones against.
     Reference,
 }
@@ -33,6 +35,7 @@ impl Family {
             Family::Carrefour => "carrefour",
             Family::RemotePlacement => "remote-placement",
             Family::NMass => "n-mass",
+            Family::Oaas => "oaas",
             Family::Reference => "reference",
         }
     }
@@ -225,6 +228,59 @@ pub static BUILTIN: &[PolicyInfo] = &[
         defaults: defaults_of::<nmass::DefaultConfig>,
     },
     PolicyInfo {
+        name: "oaas",
+        family: Family::Oaas,
+        summary: "[Gaud10 §5] every 300 ms each application's MAPI; the highest on fast nodes; \
+                  a fast node's and a slow node's applications swap, with their pages, when \
+                  the machine's MAPI-to-gap curve predicts a gain over 5 points (ours: MAPI \
+                  over the whole period, gain in points; random start as in §5.3)",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::Oaas::with_pages(p.parse()?)?)),
+        defaults: defaults_of::<oaas::OaasConfig>,
+    },
+    PolicyInfo {
+        name: "oaas-nopm",
+        family: Family::Oaas,
+        summary: "[Gaud10 §5.3] OAAS-noPM: oaas, moving applications without their pages",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::Oaas::without_pages(p.parse()?)?)),
+        defaults: defaults_of::<oaas::OaasConfig>,
+    },
+    PolicyInfo {
+        name: "static",
+        family: Family::Oaas,
+        summary: "[Gaud10 Table 4] a fixed mapping of applications 1-4 to fast (F) and slow \
+                  (S) nodes, one node each: mapping = M0 (FFSS) to M5 (SSFF), or F/S letters \
+                  (ours)",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::Static::new(p.parse()?)?)),
+        defaults: defaults_of::<oaas::StaticConfig>,
+    },
+    PolicyInfo {
+        name: "random",
+        family: Family::Oaas,
+        summary: "[Gaud10 §4.2] each application on a node of its own drawn at random (by \
+                  seed), before it starts",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::Random::new(p.parse()?))),
+        defaults: defaults_of::<oaas::RandomConfig>,
+    },
+    PolicyInfo {
+        name: "linux",
+        family: Family::Oaas,
+        summary: "[Gaud10 §4.1, §4.2] Linux's scheduler for the simulator: each application's \
+                  threads spread one per node from a random node, some exchanged between \
+                  applications by load balancing (ours: the draw and its rate), by seed",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::LinuxLike::new(p.parse()?)?)),
+        defaults: defaults_of::<oaas::LinuxConfig>,
+    },
+    PolicyInfo {
         name: "oracle",
         family: Family::Reference,
         summary: "Carrefour's rules on the simulator's true access rates: an upper bound \
@@ -307,6 +363,33 @@ impl Registry {
             self.build(name, config)?;
         }
         Ok(())
+    }
+
+    /// `config` with `seed` as the seed of policy `name`, when the policy has a `seed`
+    /// parameter and `config` does not set it (a run's seed seeds every random choice the user
+    /// did not fix: `rondpoint sim --seed/--seeds`).
+    pub fn seeded(
+        &self,
+        config: &PolicyConfig,
+        name: &str,
+        seed: u64,
+    ) -> Result<PolicyConfig, PolicyError> {
+        let info = self.info(name)?;
+        let has_seed = (info.defaults)().contains_key("seed");
+        let given = config
+            .params(info.name)
+            .table
+            .and_then(toml::Value::as_table)
+            .is_some_and(|t| t.contains_key("seed"));
+        let mut out = config.clone();
+        if has_seed && !given {
+            let seed = i64::try_from(seed).map_err(|_| PolicyError::Config {
+                policy: info.name.to_string(),
+                message: format!("seed {seed} is too large (at most {})", i64::MAX),
+            })?;
+            out.set(info.name, "seed", toml::Value::Integer(seed))?;
+        }
+        Ok(out)
     }
 
     /// Applies one `--set POLICY.KEY=VALUE` to `config`. VALUE is read as a TOML value

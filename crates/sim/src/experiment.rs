@@ -16,6 +16,7 @@ use crate::multiprogram::{self, Multiprogram, Solo};
 use crate::scenario::Scenario;
 use crate::spec::MachineSpec;
 use rondpoint_engine::{EngineConfig, EngineError, VirtualClock};
+use rondpoint_model::{Pid, ProcessInfo};
 use rondpoint_policy::{Policy, PolicyError};
 use serde::Serialize;
 use thiserror::Error;
@@ -78,6 +79,9 @@ pub struct RunResult {
     /// Each program's slowdown against its solo run, for a scenario of several programs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub multiprogram: Option<Multiprogram>,
+    /// What the policy said about itself (a no-op and why, an approximation).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One application's completion, and where its memory was at the end of the run.
@@ -106,11 +110,26 @@ pub fn run(
     engine: &EngineConfig,
     mut progress: impl FnMut(f64),
 ) -> Result<RunResult, ExperimentError> {
+    // Before the machine is built (a scenario with more threads than cores cannot be): the
+    // policy's refusal of these applications (N-MASS: more processes than cores), given one
+    // entry per application; the engine asks again with the machine's own list.
+    let planned: Vec<ProcessInfo> = scenario
+        .apps
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ProcessInfo {
+            pid: Pid(i32::try_from(i + 1).unwrap_or(i32::MAX)),
+            comm: a.name.clone(),
+            threads: Vec::new(),
+            resident_bytes_by_node: Vec::new(),
+            mapping_policies: Vec::new(),
+        })
+        .collect();
     policy
-        .check(&machine.topology, scenario.apps.len())
-        .map_err(|reason| EngineError::Refused {
+        .accepts(&machine.topology, &planned)
+        .map_err(|why| EngineError::Refused {
             policy: policy.name().to_string(),
-            reason,
+            why,
         })?;
     let mut m = SimMachine::new(machine.clone(), scenario, sim.clone())?;
     let mut cfg = engine.clone();
@@ -185,6 +204,7 @@ pub fn run(
         apps,
         memory,
         multiprogram: None,
+        notes: acct.notes,
     })
 }
 
@@ -277,21 +297,29 @@ fn mean_of(runs: &[RunResult]) -> RunResult {
         // Memory over time is the first placement's: an average of timelines means little.
         memory: first.memory.clone(),
         multiprogram: multiprogram::average(&parts),
+        notes: first.notes.clone(),
     }
 }
 
-/// Fills `speedup_vs_first_touch` for every run of the same machine and workload as a
+/// Fills `speedup_vs_first_touch` for every run of the same machine, workload and seed as a
 /// first-touch run.
 pub fn fill_speedups(results: &mut [RunResult]) {
-    let baselines: Vec<(String, String, f64)> = results
+    let baselines: Vec<(String, String, u64, f64)> = results
         .iter()
         .filter(|r| r.policy == "first-touch")
-        .map(|r| (r.machine.clone(), r.workload.clone(), r.completion_s))
+        .map(|r| {
+            (
+                r.machine.clone(),
+                r.workload.clone(),
+                r.seed,
+                r.completion_s,
+            )
+        })
         .collect();
     for r in results.iter_mut() {
         r.speedup_vs_first_touch = baselines
             .iter()
-            .find(|(m, w, _)| *m == r.machine && *w == r.workload)
-            .map(|(_, _, ft)| ft / r.completion_s);
+            .find(|(m, w, s, _)| *m == r.machine && *w == r.workload && *s == r.seed)
+            .map(|(_, _, _, ft)| ft / r.completion_s);
     }
 }

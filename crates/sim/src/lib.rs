@@ -1,5 +1,6 @@
 //! rondpoint's NUMA machine simulator.
 
+pub mod calibrate;
 pub mod machine;
 pub mod memory;
 pub mod param;
@@ -8,6 +9,7 @@ pub mod preset;
 pub mod scenario;
 pub mod solver;
 pub mod spec;
+pub mod summary;
 pub use machine::{SimConfig, SimError, SimMachine, Totals};
 pub mod experiment;
 pub mod multiprogram;

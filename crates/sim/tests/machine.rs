@@ -627,3 +627,117 @@ fn hinting_scans_cover_overflow_policies_but_not_explicit_ones() {
     let all = (0..4).map(NodeId).collect();
     assert_eq!(faults(MemPolicy::Interleave { nodes: all }), 0);
 }
+
+/// Two applications of two threads, one on each of nodes 0 and 1 of `small()` (2 cores
+/// each), both busy.
+fn two_apps() -> SimMachine {
+    let app = |name: &str, node: u16| {
+        format!(
+            r#"
+[[app]]
+name = "{name}"
+threads = 2
+placement = {{ node = {node} }}
+instructions = 1e9
+cpi_base = 1.0
+mlp = 4.0
+mpki = 10.0
+mrc_ref_bytes = 1048576
+[[app.region]]
+name = "r"
+size_mib = 4
+first_touch = "main"
+pattern = "shared-uniform"
+share = 1.0
+"#
+        )
+    };
+    let s: Scenario = toml::from_str(&format!(
+        "name = \"two\"\ndescription = \"two apps\"\n{}{}",
+        app("a", 0),
+        app("b", 1)
+    ))
+    .unwrap();
+    SimMachine::new(small(), &s, SimConfig::default()).unwrap()
+}
+
+fn nodes_of(m: &SimMachine) -> Vec<Vec<u16>> {
+    m.processes()
+        .iter()
+        .map(|p| p.threads.iter().map(|t| t.node.0).collect())
+        .collect()
+}
+
+#[test]
+fn two_applications_swap_nodes_in_one_batch_and_not_one_by_one() {
+    let mut m = two_apps();
+    m.observe(10_000_000).unwrap();
+    let to = |pid: i32, node: u16| Action::MoveApplication {
+        pid: Pid(pid),
+        to: NodeId(node),
+        with_memory: true,
+    };
+    // Alone, a move onto a busy node fails and changes nothing.
+    let out = m.apply(&[to(1000, 1)]).unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Failed);
+    assert_eq!(
+        out[0].note.as_deref(),
+        Some("node 1 has 0 free cores for 2 threads")
+    );
+    assert_eq!(nodes_of(&m), vec![vec![0, 0], vec![1, 1]]);
+    // In one batch, each move counts the cores the other empties: they swap, pages and all.
+    let out = m.apply(&[to(1000, 1), to(2000, 0)]).unwrap();
+    assert!(
+        out.iter().all(|o| o.status == OutcomeStatus::Applied),
+        "{out:?}"
+    );
+    assert_eq!(nodes_of(&m), vec![vec![1, 1], vec![0, 0]]);
+    assert_eq!(m.pages_per_node(), vec![1024, 1024, 0, 0]);
+    assert!(out.iter().all(|o| o.pages_done == 1024));
+    // A move to a node that does not exist empties no core: the other finds no room.
+    let out = m.apply(&[to(1000, 0), to(2000, 7)]).unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Failed);
+    assert_eq!(out[1].status, OutcomeStatus::Failed);
+    assert_eq!(nodes_of(&m), vec![vec![1, 1], vec![0, 0]]);
+    // Pins during the run are carried out one by one: a swap of two threads fails.
+    let tid = |p: usize| m.processes()[p].threads[0].tid;
+    let (ta, tb) = (tid(0), tid(1));
+    let pin = |pid: i32, tid, cpu: u32| Action::PinThread {
+        pid: Pid(pid),
+        tid,
+        cpus: vec![rondpoint_model::CpuId(cpu)],
+    };
+    let out = m.apply(&[pin(1000, ta, 0), pin(2000, tb, 2)]).unwrap();
+    assert!(
+        out.iter().all(|o| o.status == OutcomeStatus::Failed),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn start_pins_deal_every_thread_to_the_core_asked() {
+    let mut m = two_apps();
+    // Interleave the two applications over nodes 0 and 1 (CPUs 0-1 and 2-3): a permutation
+    // of busy cores, possible only because nothing runs yet.
+    let procs = m.processes();
+    let pins: Vec<Action> = procs
+        .iter()
+        .enumerate()
+        .flat_map(|(p, proc)| {
+            proc.threads
+                .iter()
+                .enumerate()
+                .map(move |(k, t)| Action::PinThread {
+                    pid: proc.pid,
+                    tid: t.tid,
+                    cpus: vec![rondpoint_model::CpuId((2 * k + p) as u32)],
+                })
+        })
+        .collect();
+    let out = m.start(&pins).unwrap();
+    assert!(
+        out.iter().all(|o| o.status == OutcomeStatus::Applied),
+        "{out:?}"
+    );
+    assert_eq!(nodes_of(&m), vec![vec![0, 1], vec![0, 1]]);
+}

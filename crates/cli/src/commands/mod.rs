@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod calibrate;
 pub mod daemon;
 pub mod list;
 pub mod migrate;

@@ -9,6 +9,7 @@ use rondpoint_policy::{PolicyConfig, Registry};
 use rondpoint_sim::experiment::{self, RunResult};
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
+use rondpoint_sim::summary::{self, Summary};
 use rondpoint_sim::{SimConfig, multiprogram, presets};
 use serde::Serialize;
 use std::io::IsTerminal;
@@ -49,9 +50,17 @@ pub struct SimArgs {
     )]
     policy: Vec<String>,
 
-    /// Seed for every random choice in the simulator: the same seed gives the same results.
+    /// Seed of every random choice of a run: the simulator's, and those of each policy with a
+    /// `seed` parameter that --config and --set leave unset. The same seed gives the same
+    /// results.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+
+    /// Run every workload under every policy N times, with seeds SEED, SEED+1, ..., and print
+    /// each application's mean completion time and its standard deviation over the runs (the
+    /// JSON adds a `summary`).
+    #[arg(long, value_name = "N")]
+    seeds: Option<u64>,
 
     #[command(flatten)]
     policy_options: PolicyOptions,
@@ -104,6 +113,9 @@ pub struct SimArgs {
 struct SimReport {
     schema_version: u32,
     runs: Vec<RunResult>,
+    /// With `--seeds`: each application's completion time over the seeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<Vec<Summary>>,
 }
 
 fn list() {
@@ -126,26 +138,92 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let plan = Plan::of(args)?;
-    let mut results = Vec::with_capacity(plan.scenarios.len() * plan.policies.len());
+    let mut results = Vec::new();
     for scenario in &plan.scenarios {
         plan.run_scenario(scenario, &mut results)?;
     }
     experiment::fill_speedups(&mut results);
+    let summary = args.seeds.map(|_| summary::summarize(&results));
     if args.json {
         let report = SimReport {
             schema_version: SCHEMA_VERSION,
             runs: results,
+            summary,
         };
         println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", render_table(&results));
-        if args.memory {
-            for r in &results {
-                print!("\n{}", render_memory(r));
-            }
+        return Ok(ExitCode::SUCCESS);
+    }
+    match &summary {
+        Some(s) => print!("{}{}", render_summary(s), render_notes(&results)),
+        None => print!("{}", render_table(&results)),
+    }
+    if args.memory {
+        for r in &results {
+            print!("\n{}", render_memory(r));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The seeds of the runs: `--seed`, or `--seeds N` of them from it.
+fn seeds(args: &SimArgs) -> Result<Vec<u64>> {
+    match args.seeds {
+        None => Ok(vec![args.seed]),
+        Some(0) => bail!("--seeds must be at least 1"),
+        Some(n) => (0..n)
+            .map(|k| {
+                args.seed
+                    .checked_add(k)
+                    .context("--seed plus --seeds passes the largest seed")
+            })
+            .collect(),
+    }
+}
+
+/// Each application's completion time over the seeds: mean, standard deviation, extremes.
+pub fn render_summary(summaries: &[Summary]) -> String {
+    let mut rows = Vec::new();
+    for s in summaries {
+        let spreads = s
+            .apps
+            .iter()
+            .map(|a| (a.name.as_str(), a.spread))
+            .chain(std::iter::once(("(all)", s.completion)));
+        for (name, sp) in spreads {
+            rows.push(vec![
+                s.workload.clone(),
+                s.policy.clone(),
+                s.seeds.len().to_string(),
+                name.to_string(),
+                format!("{:.2}", sp.mean_s),
+                format!("{:.2}", sp.std_s),
+                format!("{:.1}%", sp.std_pct()),
+                format!("{:.2}", sp.min_s),
+                format!("{:.2}", sp.max_s),
+            ]);
+        }
+    }
+    let mut out = format::table(
+        &[
+            "workload",
+            "policy",
+            "seeds",
+            "application",
+            "mean s",
+            "std s",
+            "std",
+            "min s",
+            "max s",
+        ],
+        &[false, false, true, false, true, true, true, true, true],
+        rows,
+    );
+    out.push_str(
+        "\n\nper application: completion time (simulated s) over the seeds: mean, sample \
+         standard deviation (n - 1) in s and as % of the mean,\nleast and greatest; (all): \
+         until the last application finished.\n",
+    );
+    out
 }
 
 /// What to run: the machine, the workloads and policies, and the settings, checked.
@@ -155,6 +233,8 @@ struct Plan {
     policies: Vec<String>,
     scenarios: Vec<Scenario>,
     sim: SimConfig,
+    /// The runs' seeds (`--seed`, or `--seeds N` of them from it).
+    seeds: Vec<u64>,
     engine: EngineConfig,
     progress: bool,
     live: bool,
@@ -206,12 +286,14 @@ impl Plan {
             ..EngineConfig::default()
         };
         let progress = !args.quiet;
+        let seeds = seeds(args)?;
         Ok(Self {
             spec,
             config,
             policies,
             scenarios,
             sim,
+            seeds,
             engine,
             progress,
             live: progress && std::io::stderr().is_terminal(),
@@ -239,23 +321,35 @@ impl Plan {
         } else {
             None
         };
+        let total = self.scenarios.len() * self.policies.len() * self.seeds.len();
         for p in &self.policies {
             let mut config = self.config.clone();
             if let Some(solo) = &solo {
                 multiprogram::fill_profiles(&mut config, registry.info(p)?, solo)?;
             }
-            let label = format!(
-                "[{}/{}] {} / {} / {p}",
-                results.len() + 1,
-                self.scenarios.len() * self.policies.len(),
-                self.spec.name,
-                scenario.name
-            );
-            let slowdowns = solo.as_ref().filter(|_| several);
-            let r = self
-                .run_policy(scenario, p, &config, slowdowns, &label)
-                .with_context(|| format!("running {} under {p}", scenario.name))?;
-            results.push(r);
+            for &seed in &self.seeds {
+                let config = registry.seeded(&config, p, seed)?;
+                let sim = SimConfig {
+                    seed,
+                    ..self.sim.clone()
+                };
+                let of_seed = if self.seeds.len() > 1 {
+                    format!(" / seed {seed}")
+                } else {
+                    String::new()
+                };
+                let label = format!(
+                    "[{}/{total}] {} / {} / {p}{of_seed}",
+                    results.len() + 1,
+                    self.spec.name,
+                    scenario.name
+                );
+                let slowdowns = solo.as_ref().filter(|_| several);
+                let r = self
+                    .run_policy(scenario, p, &config, &sim, slowdowns, &label)
+                    .with_context(|| format!("running {} under {p}", scenario.name))?;
+                results.push(r);
+            }
         }
         Ok(())
     }
@@ -266,6 +360,7 @@ impl Plan {
         scenario: &Scenario,
         policy: &str,
         config: &PolicyConfig,
+        sim: &SimConfig,
         solo: Option<&multiprogram::Solo>,
         label: &str,
     ) -> Result<RunResult> {
@@ -276,7 +371,7 @@ impl Plan {
             &self.spec,
             scenario,
             &build,
-            &self.sim,
+            sim,
             &self.engine,
             solo,
             |k, n, t| {
@@ -401,6 +496,7 @@ pub fn render_table(results: &[RunResult]) -> String {
          placement mechanisms.\n",
     );
     out.push_str(&render_slowdowns(results));
+    out.push_str(&render_notes(results));
     out
 }
 
@@ -455,6 +551,20 @@ fn render_slowdowns(results: &[RunResult]) -> String {
          (lo..hi): range over the placements a policy stands for (default: every CPU-balanced \
          split).\n",
     );
+    out
+}
+
+/// What the policies said about themselves, one line each (nothing when they said nothing).
+pub fn render_notes(results: &[RunResult]) -> String {
+    let mut out = String::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for r in results {
+        for n in &r.notes {
+            if seen.insert((&r.workload, &r.policy, n)) {
+                out.push_str(&format!("note: {} / {}: {n}\n", r.workload, r.policy));
+            }
+        }
+    }
     out
 }
 
@@ -521,6 +631,7 @@ mod tests {
             }],
             memory,
             multiprogram: None,
+            notes: vec![],
         };
         let out = render_memory(&r);
         let lines: Vec<&str> = out.lines().collect();

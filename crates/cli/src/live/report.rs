@@ -204,6 +204,9 @@ fn actions(out: &mut String, actions: &Accounting) {
     for how in &actions.reduced {
         stat(out, "", format_args!("approximated: {how}"));
     }
+    for note in &actions.notes {
+        stat(out, "", format_args!("policy: {note}"));
+    }
 }
 
 /// Where the managed processes' pages were, per node, at the first and the last epoch.

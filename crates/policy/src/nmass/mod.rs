@@ -219,8 +219,8 @@ impl Policy for NMass {
         needs
     }
 
-    fn check(&self, topology: &Topology, processes: usize) -> Result<(), String> {
-        check_fits(topology, processes)
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+        check_fits(topology, processes.len())
     }
 
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {

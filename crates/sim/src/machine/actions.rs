@@ -1,121 +1,11 @@
 //! Carrying out policy actions: page moves and replications (with their copies and fixed
-//! costs), allocation policies, and thread moves.
+//! costs) and allocation policies; thread placements are in `moves`.
 
-use super::{LINE, SimMachine, whole_range};
+use super::SimMachine;
 use crate::placement::{REPLICATED, UNALLOCATED, mask_nodes};
-use rondpoint_model::{
-    Action, CpuId, MemPolicy, NodeId, NodeList, Outcome, OutcomeStatus, PageRange, PageSize, Pid,
-    Tid,
-};
+use rondpoint_model::{Action, MemPolicy, NodeId, NodeList, Outcome, PageRange, PageSize, Pid};
 
 impl SimMachine {
-    /// The start decisions. Pins before launch say where the threads start (as
-    /// sched_setaffinity before exec would): when the start's pins together leave one thread
-    /// per core, they are carried out as one placement, at no cost; the other actions, and
-    /// pins that would not leave one thread per core, are carried out in order.
-    pub(super) fn start_all(&mut self, actions: &[Action]) -> Vec<Outcome> {
-        let Some(placed) = self.launch_placement(actions) else {
-            return self.apply_all(actions);
-        };
-        let mut out = Vec::with_capacity(actions.len());
-        for (i, (a, place)) in actions.iter().zip(placed).enumerate() {
-            match place {
-                Some((t, core)) => {
-                    self.threads[t].core = core;
-                    self.threads[t].mix_dirty = true;
-                    out.push(Outcome::applied(i));
-                }
-                None => out.push(self.apply_one(i, a)),
-            }
-        }
-        out
-    }
-
-    /// For each start action, the thread and core of a pin, when the start pins together
-    /// leave one thread per core (`None` when there are no pins or they would not).
-    fn launch_placement(&self, actions: &[Action]) -> Option<Vec<Option<(usize, usize)>>> {
-        let mut cores: Vec<usize> = self.threads.iter().map(|t| t.core).collect();
-        let mut placed = Vec::with_capacity(actions.len());
-        for a in actions {
-            let Action::PinThread { pid, tid, cpus } = a else {
-                placed.push(None);
-                continue;
-            };
-            let t = self
-                .threads
-                .iter()
-                .position(|th| th.tid == *tid && self.apps[th.app].pid == *pid)?;
-            let core = cpus
-                .iter()
-                .find_map(|c| self.spec.cores.iter().position(|k| k.cpu == *c))?;
-            cores[t] = core;
-            placed.push(Some((t, core)));
-        }
-        let mut seen = vec![false; self.spec.cores.len()];
-        let pins = placed.iter().flatten().count();
-        (pins > 0
-            && cores
-                .iter()
-                .all(|&c| !std::mem::replace(&mut seen[c], true)))
-        .then_some(placed)
-    }
-
-    /// Carries out actions in order, one outcome each. With `SimConfig::exchange_pins`, two
-    /// adjacent pins that exchange the cores of two running threads are carried out together
-    /// (one at a time, the first finds its core busy and fails, since the simulator runs one
-    /// thread per core), as the kernel lets a thread onto a busy core until the other leaves.
-    pub(super) fn apply_all(&mut self, actions: &[Action]) -> Vec<Outcome> {
-        let mut out = Vec::with_capacity(actions.len());
-        let mut i = 0;
-        while i < actions.len() {
-            let exchange = self
-                .config
-                .exchange_pins
-                .then(|| self.exchange(&actions[i], actions.get(i + 1)))
-                .flatten();
-            if let Some((a, b)) = exchange {
-                let (ca, cb) = (self.threads[a].core, self.threads[b].core);
-                self.move_thread(a, cb);
-                self.move_thread(b, ca);
-                out.push(Outcome::applied(i));
-                out.push(Outcome::applied(i + 1));
-                i += 2;
-            } else {
-                out.push(self.apply_one(i, &actions[i]));
-                i += 1;
-            }
-        }
-        out
-    }
-
-    /// The two threads `first` and `second` exchange, if they are pins of two running threads
-    /// each to the single CPU of the other.
-    fn exchange(&self, first: &Action, second: Option<&Action>) -> Option<(usize, usize)> {
-        let (
-            Action::PinThread {
-                pid: pa,
-                tid: ta,
-                cpus: ca,
-            },
-            Some(Action::PinThread {
-                pid: pb,
-                tid: tb,
-                cpus: cb,
-            }),
-        ) = (first, second)
-        else {
-            return None;
-        };
-        let find = |pid: Pid, tid: Tid| {
-            self.threads.iter().position(|th| {
-                th.tid == tid && self.apps[th.app].pid == pid && th.done_ns.is_none()
-            })
-        };
-        let (a, b) = (find(*pa, *ta)?, find(*pb, *tb)?);
-        let cpu = |t: usize| self.spec.cores[self.threads[t].core].cpu;
-        (a != b && ca.as_slice() == [cpu(b)] && cb.as_slice() == [cpu(a)]).then_some((a, b))
-    }
-
     pub(super) fn apply_one(&mut self, index: usize, action: &Action) -> Outcome {
         match action {
             Action::SetMemPolicy { pid, policy } => self.set_mempolicy(index, *pid, policy),
@@ -135,11 +25,10 @@ impl SimMachine {
             }
             Action::Replicate { range, nodes } => self.replicate(index, range, nodes),
             Action::PinThread { pid, tid, cpus } => self.pin_thread(index, *pid, *tid, cpus),
-            Action::MoveApplication {
-                pid,
-                to,
-                with_memory,
-            } => self.move_application(index, *pid, *to, *with_memory),
+            Action::MoveApplication { .. } => {
+                let plan = self.plan_placements(std::slice::from_ref(action), false);
+                self.apply_placed(index, action, plan.into_iter().next().flatten(), false)
+            }
             Action::MoveNodePages {
                 pid,
                 from,
@@ -221,88 +110,6 @@ impl SimMachine {
         Outcome::for_pages(index, range.count, done, copied, failures)
     }
 
-    fn pin_thread(&mut self, index: usize, pid: Pid, tid: Tid, cpus: &[CpuId]) -> Outcome {
-        let Some(t) = self
-            .threads
-            .iter()
-            .position(|th| th.tid == tid && self.apps[th.app].pid == pid)
-        else {
-            return Outcome::skipped(index, 0, format!("no thread {tid} in {pid}"));
-        };
-        let Some(core) = cpus.iter().find_map(|c| {
-            let core = self.spec.cores.iter().position(|k| k.cpu == *c)?;
-            let busy = self
-                .threads
-                .iter()
-                .enumerate()
-                .any(|(u, th)| u != t && th.core == core && th.done_ns.is_none());
-            (!busy).then_some(core)
-        }) else {
-            return Outcome::failed(index, "every allowed CPU is busy or does not exist");
-        };
-        self.move_thread(t, core);
-        Outcome::applied(index)
-    }
-
-    fn move_application(
-        &mut self,
-        index: usize,
-        pid: Pid,
-        to: NodeId,
-        with_memory: bool,
-    ) -> Outcome {
-        let Some(ai) = self.app_of(pid) else {
-            return no_process(index, 0, pid);
-        };
-        let Some(to) = self.node_index(to) else {
-            return Outcome::failed(index, format!("{to} does not exist"));
-        };
-        let threads: Vec<usize> = self.running_threads(ai).collect();
-        let mut free_cores: Vec<usize> = (0..self.spec.cores.len())
-            .filter(|&c| self.spec.cores[c].node == to)
-            .filter(|&c| {
-                !self
-                    .threads
-                    .iter()
-                    .any(|th| th.core == c && th.done_ns.is_none() && th.app != ai)
-            })
-            .collect();
-        if free_cores.len() < threads.len() {
-            return Outcome::failed(
-                index,
-                format!(
-                    "node {to} has {} free cores for {} threads",
-                    free_cores.len(),
-                    threads.len()
-                ),
-            );
-        }
-        free_cores.sort_unstable();
-        for (&t, &c) in threads.iter().zip(&free_cores) {
-            self.move_thread(t, c);
-        }
-        let mut outcome = Outcome::applied(index);
-        if with_memory {
-            let ranges: Vec<PageRange> = self.apps[ai]
-                .regions
-                .iter()
-                .filter(|r| !r.is_empty())
-                .filter_map(|r| whole_range(pid, r))
-                .collect();
-            for r in ranges {
-                let o = self.move_range(index, &r, &|_| to);
-                outcome.pages_requested += o.pages_requested * r.page_size.base_pages();
-                outcome.pages_done += o.pages_done * r.page_size.base_pages();
-                outcome.bytes_copied += o.bytes_copied;
-                outcome.failures.extend(o.failures);
-            }
-            if !outcome.failures.is_empty() {
-                outcome.status = OutcomeStatus::Partial;
-            }
-        }
-        outcome
-    }
-
     /// The region holding `addr`, and the page index in it.
     fn locate(&self, ai: usize, addr: u64) -> Option<(usize, usize)> {
         self.apps[ai]
@@ -316,7 +123,7 @@ impl SimMachine {
     }
 
     /// Moves the pages of `range` to nodes chosen by `target(i)` (i = page index in the range).
-    fn move_range(
+    pub(super) fn move_range(
         &mut self,
         index: usize,
         range: &PageRange,
@@ -458,25 +265,6 @@ impl SimMachine {
         o
     }
 
-    /// Moves a thread to another core; it refetches its LLC footprint there.
-    fn move_thread(&mut self, t: usize, core: usize) {
-        if self.threads[t].core == core {
-            return;
-        }
-        let old = self.spec.cores[self.threads[t].core];
-        let new = self.spec.cores[core];
-        self.threads[t].core = core;
-        self.threads[t].mix_dirty = true;
-        if old.llc != new.llc {
-            // Refill: its LLC share, one line per miss, at the idle local latency with MLP.
-            let app = &self.apps[self.threads[t].app];
-            let lines = app.mrc_ref.min(self.spec.llc_bytes) / LINE;
-            let cost = lines * self.spec.idle_ns[new.node][new.node] / app.mlp.max(1.0);
-            self.threads[t].stall_ns += cost;
-            self.totals.overhead_ns += cost;
-        }
-    }
-
     /// Spreads `ns` of mechanism time over an application's running threads.
     pub(super) fn charge_app(&mut self, ai: usize, ns: f64) {
         let running: Vec<usize> = self.running_threads(ai).collect();
@@ -501,6 +289,6 @@ impl SimMachine {
 }
 
 /// The outcome of action `index` (on `pages` pages), skipped: there is no process `pid`.
-fn no_process(index: usize, pages: u64, pid: Pid) -> Outcome {
+pub(super) fn no_process(index: usize, pages: u64, pid: Pid) -> Outcome {
     Outcome::skipped(index, pages, format!("no process {pid}"))
 }

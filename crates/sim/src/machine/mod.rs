@@ -10,12 +10,14 @@
 //! The parts: `build` places a scenario (threads on cores, regions in the address space),
 //! `alloc` places pages as applications start, `access` says where each thread's accesses
 //! go, `step` advances time, `sampling` draws what sampling and the hinting-fault scanner
-//! report, `actions` carries out policy actions, and `observe` closes an epoch.
+//! report, `actions` carries out policy actions (`moves` those that place threads), and
+//! `observe` closes an epoch.
 
 mod access;
 mod actions;
 mod alloc;
 mod build;
+mod moves;
 mod observe;
 mod sampling;
 mod step;
@@ -67,10 +69,11 @@ pub struct SimConfig {
     /// access distribution.
     pub sample_yield: f64,
     pub solver: SolverConfig,
-    /// Carry out two adjacent pins that exchange the cores of two running threads together.
+    /// Plan the pins of a batch during the run together (`moves`), so that two running threads
+    /// can exchange cores, as the kernel lets a thread onto a busy core until the other leaves.
     /// Off by default: each pin is carried out alone, and one onto a busy core fails (the
     /// simulator runs one thread per core), so an exchange on a machine with every core busy
-    /// fails both pins.
+    /// fails both pins. (Pins before the start are always planned together.)
     pub exchange_pins: bool,
 }
 
@@ -392,11 +395,15 @@ impl Machine for SimMachine {
     }
 
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, SimError> {
-        Ok(self.apply_all(actions))
+        // Pins during the run are planned together when exchanges are on (two threads may
+        // swap cores, as the kernel lets a thread onto a busy core until the other leaves).
+        Ok(self.apply_batch(actions, self.config.exchange_pins, false))
     }
 
+    /// The start decisions: nothing runs yet, so pins are planned with the moves (a policy
+    /// may deal every thread to a core of its choice; see `moves`).
     fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, SimError> {
-        Ok(self.start_all(actions))
+        Ok(self.apply_batch(actions, true, true))
     }
 
     fn finished(&self) -> bool {

@@ -231,8 +231,8 @@ fn needs_thread_counters_exactly_when_it_reads_the_mpki() {
 #[test]
 fn more_processes_than_cores_is_refused_with_the_papers_limitation() {
     let t = topo();
-    assert!(n_mass().check(&t, 8).is_ok());
-    let err = n_mass().check(&t, 9).unwrap_err();
+    assert!(crate::nmass::check_fits(&t, 8).is_ok());
+    let err = crate::nmass::check_fits(&t, 9).unwrap_err();
     assert!(err.contains("spatial multiplexing, not temporal"), "{err}");
     assert!(err.contains("[Majo11 §3.3, Limitations]"), "{err}");
 }

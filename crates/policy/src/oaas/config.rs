@@ -1,0 +1,123 @@
+//! The parameters of the [Gaud10] policies: each one named, with its unit, default and
+//! source (the paper's, or ours and why).
+
+use serde::{Deserialize, Serialize};
+
+/// Where OAAS puts the applications before its first decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialPlacement {
+    /// One application per node, drawn at random from `seed`: the paper's setup, "applications
+    /// are initially placed randomly on processors" [Gaud10 §5.3].
+    #[default]
+    Random,
+    /// Application i on the i-th CPU node (by node number), for repeatable runs.
+    InOrder,
+    /// Where they already are (a daemon taking over running programs): each application's
+    /// node is the one most of its threads ran on.
+    None,
+}
+
+/// `[oaas]` and `[oaas-nopm]` parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OaasConfig {
+    /// Time between two decisions (ms). Default 300 [Gaud10 §5.2]: "every 300 milliseconds,
+    /// OAAS checks the MAPI of all applications' threads". The policy decides at the first
+    /// epoch end at least this long after its previous decision, over the counters of the
+    /// whole interval, so the engine's epoch (`--epoch-ms`) must be at most this for the
+    /// paper's period; longer epochs make it decide every epoch (and it says so).
+    pub period_ms: u64,
+    /// Least predicted gain for a swap (percentage points): A on a fast node and B on a slow
+    /// one swap only when P_B - P_A exceeds it, P being the fast/slow gap (percent) the
+    /// machine's MAPI-to-gap curve predicts from the application's MAPI. Default 5 [Gaud10
+    /// §5.2]: "a predefined threshold (5%)", found experimentally. Our reading: percentage
+    /// points of the predicted gaps (the paper does not say whether 5% is absolute or
+    /// relative; P_diff is a difference of percentages, §5.1).
+    pub min_gain_points: f64,
+    /// The MAPI-to-gap curve: `"builtin"` for the curve rondpoint ships for a machine of this
+    /// shape (node count, fast and slow nodes; `rondpoint calibrate` made them on the
+    /// simulator's presets), or the path of a file `rondpoint calibrate -o FILE` wrote
+    /// (read when the policy is built). [Gaud10 §5.2] generates it "by running the
+    /// microbenchmark at system startup". Default `"builtin"`.
+    pub curve: String,
+    /// `random` (default: the paper's evaluation setup, [Gaud10 §5.3]), `in-order` or `none`;
+    /// see [`InitialPlacement`].
+    pub initial_placement: InitialPlacement,
+    /// Seed of the random initial placement. Default 1; `rondpoint sim --seed/--seeds` sets
+    /// it to each run's seed unless given.
+    pub seed: u64,
+}
+
+impl Default for OaasConfig {
+    fn default() -> Self {
+        Self {
+            period_ms: 300,
+            min_gain_points: 5.0,
+            curve: "builtin".into(),
+            initial_placement: InitialPlacement::Random,
+            seed: 1,
+        }
+    }
+}
+
+/// `[static]` parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StaticConfig {
+    /// The mapping: `M0` to `M5` of [Gaud10 Table 4] (M0 = FFSS, M1 = FSFS, M2 = FSSF,
+    /// M3 = SFFS, M4 = SFSF, M5 = SSFF for applications 1 to 4, in the order the machine
+    /// lists them: a scenario's order), or one letter per application, `F` for a fast node
+    /// and `S` for a slow one (ours: for other group sizes). Each application gets a node of
+    /// its own, the fast and the slow ones taken by increasing node number. Default `M0`
+    /// (the first of Table 4).
+    pub mapping: String,
+}
+
+impl Default for StaticConfig {
+    fn default() -> Self {
+        Self {
+            mapping: "M0".into(),
+        }
+    }
+}
+
+/// `[random]` parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RandomConfig {
+    /// Seed of the draw. Default 1; `rondpoint sim --seed/--seeds` sets it to each run's seed
+    /// unless given. [Gaud10 §4.2]: "randomly choosing the processor assignment of an
+    /// application", one node per application.
+    pub seed: u64,
+}
+
+impl Default for RandomConfig {
+    fn default() -> Self {
+        Self { seed: 1 }
+    }
+}
+
+/// `[linux]` parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LinuxConfig {
+    /// Chance that the load balancer has exchanged a given thread with a thread of another
+    /// application on another node by the time the programs settle (0 to 1). Default 0.25:
+    /// chosen. [Gaud10 §4.1] says Linux "usually" spreads an application's threads one per
+    /// processor and §4.2 that its results vary widely from run to run because of its load
+    /// balancing (10% standard deviation); neither gives a rate.
+    pub exchange_probability: f64,
+    /// Seed of the draws. Default 1; `rondpoint sim --seed/--seeds` sets it to each run's
+    /// seed unless given.
+    pub seed: u64,
+}
+
+impl Default for LinuxConfig {
+    fn default() -> Self {
+        Self {
+            exchange_probability: 0.25,
+            seed: 1,
+        }
+    }
+}

@@ -1,0 +1,455 @@
+use super::*;
+use crate::Policy;
+use proptest::prelude::*;
+use rondpoint_model::synthetic::{TopologyBuilder, r905_distances};
+use rondpoint_model::{
+    Capabilities, Counters, CpuId, Observation, Pid, Support, ThreadCounters, ThreadInfo, Tid,
+};
+
+/// The R905's shape: 4 nodes of 4 cores, 0 and 3 slow.
+fn r905() -> Topology {
+    TopologyBuilder::new(4)
+        .cores_per_llc(4)
+        .distances(r905_distances())
+        .build()
+        .unwrap()
+}
+
+fn symmetric() -> Topology {
+    TopologyBuilder::new(4).cores_per_llc(4).build().unwrap()
+}
+
+/// Application `i` (pid 1000(i+1)) with four threads on `node`.
+fn app(i: usize, node: u16) -> ProcessInfo {
+    let pid = 1000 * (i as i32 + 1);
+    ProcessInfo {
+        pid: Pid(pid),
+        comm: format!("app{i}"),
+        threads: (0..4)
+            .map(|k| ThreadInfo {
+                tid: Tid(pid + k),
+                cpu: CpuId(u32::from(node) * 4 + k as u32),
+                node: NodeId(node),
+                allowed_cpus: vec![],
+            })
+            .collect(),
+        resident_bytes_by_node: vec![],
+        mapping_policies: vec![],
+    }
+}
+
+/// One epoch of `ms` ms from `start_ms`: applications on `nodes`, each with this MAPI
+/// (1e9 instructions per thread).
+fn epoch(start_ms: u64, ms: u64, nodes: &[u16], mapi: &[f64]) -> Observation {
+    let processes: Vec<ProcessInfo> = nodes.iter().enumerate().map(|(i, &n)| app(i, n)).collect();
+    let threads = processes
+        .iter()
+        .zip(mapi)
+        .flat_map(|(p, &m)| {
+            p.threads.iter().map(move |t| ThreadCounters {
+                pid: p.pid,
+                tid: t.tid,
+                node: t.node,
+                instructions: 1_000_000_000,
+                cycles: 1,
+                llc_misses: (m * 0.5e9) as u64,
+                dram_accesses: (m * 1e9) as u64,
+                dram_writes: 0,
+            })
+        })
+        .collect();
+    Observation {
+        start_ns: start_ms * 1_000_000,
+        counters: Counters {
+            duration_ns: ms * 1_000_000,
+            threads,
+            ..Counters::default()
+        },
+        processes,
+        ..Observation::default()
+    }
+}
+
+fn oaas(config: OaasConfig, topology: &Topology, nodes: &[u16]) -> Oaas {
+    let mut o = Oaas::with_pages(config).unwrap();
+    o.configure(&Capabilities::all());
+    let procs: Vec<ProcessInfo> = nodes.iter().enumerate().map(|(i, &n)| app(i, n)).collect();
+    o.accepts(topology, &procs).unwrap();
+    o
+}
+
+fn moves(actions: &[Action]) -> Vec<(i32, u16, bool)> {
+    actions
+        .iter()
+        .map(|a| match a {
+            Action::MoveApplication {
+                pid,
+                to,
+                with_memory,
+            } => (pid.0, to.0, *with_memory),
+            other => panic!("not a move: {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn the_builtin_curve_is_the_r905s_and_grows_with_mapi() {
+    let curves = builtin_curves().unwrap();
+    assert_eq!(curves.len(), 1);
+    let (name, c) = &curves[0];
+    assert_eq!(*name, "r905-asymmetric");
+    assert!(c.check_machine(&r905()).is_ok());
+    assert!(c.gap_pct(0.3) > c.gap_pct(0.001));
+}
+
+#[test]
+fn the_most_sensitive_application_on_a_slow_node_swaps_with_the_least_on_a_fast_one() {
+    let t = r905();
+    // Applications on nodes 0 (slow), 1 (fast), 2 (fast), 3 (slow).
+    let nodes = [0, 1, 2, 3];
+    let mut o = oaas(OaasConfig::default(), &t, &nodes);
+    let c = o.curve().unwrap().clone();
+    // app0 (slow) is sensitive, app1 (fast) is not: they swap, pages and all.
+    let mapi = [0.05, 0.0, 0.0005, 0.001];
+    assert!(c.gap_pct(0.05) - c.gap_pct(0.0) > 5.0);
+    let a = o.decide(&t, &epoch(0, 300, &nodes, &mapi));
+    assert_eq!(moves(&a), vec![(2000, 0, true), (1000, 1, true)]);
+    let last = o.last_decision();
+    assert_eq!(last.len(), 4);
+    assert!((last[0].mapi - 0.05).abs() < 1e-9);
+    // Once in place, nothing moves.
+    let a = o.decide(&t, &epoch(300, 300, &[1, 0, 2, 3], &mapi));
+    assert!(a.is_empty(), "{a:?}");
+}
+
+#[test]
+fn no_swap_when_the_predicted_gain_does_not_pass_the_threshold() {
+    let t = r905();
+    let nodes = [0, 1, 2, 3];
+    let mut o = oaas(OaasConfig::default(), &t, &nodes);
+    let c = o.curve().unwrap().clone();
+    // Find two MAPIs whose gaps differ by 3 points: the slow one is higher, but not by enough.
+    let low = 0.002;
+    let high = (1..1000)
+        .map(|k| low + f64::from(k) * 1e-5)
+        .find(|&m| c.gap_pct(m) - c.gap_pct(low) >= 3.0)
+        .unwrap();
+    assert!(c.gap_pct(high) - c.gap_pct(low) < 5.0);
+    let a = o.decide(&t, &epoch(0, 300, &nodes, &[high, low, low, 0.0]));
+    assert!(a.is_empty(), "{a:?}");
+    // With a lower threshold they swap.
+    let mut o = oaas(
+        OaasConfig {
+            min_gain_points: 2.0,
+            ..OaasConfig::default()
+        },
+        &t,
+        &nodes,
+    );
+    let a = o.decide(&t, &epoch(0, 300, &nodes, &[high, low, low, 0.0]));
+    assert_eq!(moves(&a), vec![(2000, 0, true), (1000, 1, true)]);
+}
+
+#[test]
+fn two_pairs_swap_in_one_decision_and_nopm_leaves_pages() {
+    let t = r905();
+    let nodes = [0, 1, 2, 3];
+    let mut o = Oaas::without_pages(OaasConfig::default()).unwrap();
+    let procs: Vec<ProcessInfo> = nodes.iter().enumerate().map(|(i, &n)| app(i, n)).collect();
+    o.accepts(&t, &procs).unwrap();
+    assert_eq!(o.name(), "oaas-nopm");
+    let a = o.decide(&t, &epoch(0, 300, &nodes, &[0.05, 0.0, 0.0001, 0.02]));
+    // app0 (highest) against app1 (lowest fast), then app3 against app2.
+    assert_eq!(
+        moves(&a),
+        vec![
+            (2000, 0, false),
+            (1000, 1, false),
+            (3000, 3, false),
+            (4000, 2, false)
+        ]
+    );
+}
+
+#[test]
+fn a_slow_application_moves_to_an_empty_fast_node() {
+    let t = r905();
+    let mut o = oaas(OaasConfig::default(), &t, &[0, 1, 3]);
+    let a = o.decide(&t, &epoch(0, 300, &[0, 1, 3], &[0.05, 0.02, 0.0]));
+    assert_eq!(moves(&a), vec![(1000, 2, true)]);
+}
+
+#[test]
+fn it_decides_once_a_period_over_the_whole_period() {
+    let t = r905();
+    let nodes = [0, 1, 2, 3];
+    let mut o = oaas(OaasConfig::default(), &t, &nodes);
+    // 100 ms epochs: the first two see a quiet app0, the third a busy one; only the third
+    // decides, on the whole 300 ms (MAPI 0.05 / 3).
+    assert!(
+        o.decide(&t, &epoch(0, 100, &nodes, &[0.0, 0.0, 0.0, 0.0]))
+            .is_empty()
+    );
+    assert!(
+        o.decide(&t, &epoch(100, 100, &nodes, &[0.0, 0.0, 0.0, 0.0]))
+            .is_empty()
+    );
+    let a = o.decide(&t, &epoch(200, 100, &nodes, &[0.15, 0.0, 0.0, 0.0]));
+    assert!(!a.is_empty());
+    assert!((o.last_decision()[0].mapi - 0.05).abs() < 1e-9);
+    assert!(o.notes().is_empty(), "{:?}", o.notes());
+    // Epochs longer than the period: one decision each, and a note saying so.
+    let mut o = oaas(OaasConfig::default(), &t, &nodes);
+    o.decide(&t, &epoch(0, 1000, &nodes, &[0.0; 4]));
+    assert!(o.notes()[0].contains("--epoch-ms 300"), "{:?}", o.notes());
+}
+
+#[test]
+fn llc_misses_stand_in_for_dram_accesses_where_the_machine_has_none_and_it_says_so() {
+    let t = r905();
+    let nodes = [0, 1, 2, 3];
+    let mut o = Oaas::with_pages(OaasConfig::default()).unwrap();
+    let caps = Capabilities::all().with(
+        rondpoint_model::Capability::ThreadDram,
+        Support::Estimated("from page-fault samples".into()),
+    );
+    o.configure(&caps);
+    assert_eq!(o.source(), MapiSource::LlcMisses);
+    assert!(o.notes()[0].contains("LLC misses"), "{:?}", o.notes());
+    let procs: Vec<ProcessInfo> = nodes.iter().enumerate().map(|(i, &n)| app(i, n)).collect();
+    o.accepts(&t, &procs).unwrap();
+    o.decide(&t, &epoch(0, 300, &nodes, &[0.1, 0.0, 0.0, 0.0]));
+    // The epoch's LLC misses are half its DRAM accesses.
+    assert!((o.last_decision()[0].mapi - 0.05).abs() < 1e-9);
+}
+
+#[test]
+fn a_symmetric_machine_makes_it_a_no_op_that_says_so() {
+    let t = symmetric();
+    let mut o = Oaas::with_pages(OaasConfig::default()).unwrap();
+    let procs: Vec<ProcessInfo> = (0..4).map(|i| app(i, i as u16)).collect();
+    assert_eq!(o.accepts(&t, &procs), Ok(()));
+    assert!(o.start(&t, &procs).is_empty());
+    assert!(
+        o.decide(&t, &epoch(0, 300, &[0, 1, 2, 3], &[0.1, 0.0, 0.0, 0.0]))
+            .is_empty()
+    );
+    assert!(
+        o.notes()[0].contains("every CPU node of this machine is fast"),
+        "{:?}",
+        o.notes()
+    );
+}
+
+#[test]
+fn a_curve_of_another_machine_and_too_many_applications_are_refused() {
+    let dir = std::env::temp_dir().join(format!("rondpoint-oaas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("curve.toml");
+    let (_, c) = builtin_curves().unwrap().remove(0);
+    std::fs::write(&path, c.to_toml().unwrap()).unwrap();
+    let config = OaasConfig {
+        curve: path.display().to_string(),
+        ..OaasConfig::default()
+    };
+    let mut o = Oaas::with_pages(config.clone()).unwrap();
+    let three = TopologyBuilder::new(3)
+        .cores_per_llc(4)
+        .distances(vec![vec![10, 16, 16], vec![16, 10, 22], vec![16, 22, 10]])
+        .build()
+        .unwrap();
+    let err = o.accepts(&three, &[app(0, 0)]).unwrap_err();
+    assert!(
+        err.contains("measured on 'r905-asymmetric', 4 nodes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("this machine has 3 nodes (fast 0; slow 1, 2)"),
+        "{err}"
+    );
+    // The same file on the R905 is fine.
+    assert!(o.accepts(&r905(), &[app(0, 0)]).is_ok());
+    let procs: Vec<ProcessInfo> = (0..5).map(|i| app(i, 0)).collect();
+    let err = o.accepts(&r905(), &procs).unwrap_err();
+    assert!(err.contains("5 applications for 4 CPU nodes"), "{err}");
+    // A file that is not there is an error when the policy is built.
+    let missing = OaasConfig {
+        curve: dir.join("none.toml").display().to_string(),
+        ..OaasConfig::default()
+    };
+    let err = Oaas::with_pages(missing).err().unwrap().to_string();
+    assert!(err.starts_with("[oaas] configuration: curve file"), "{err}");
+    // No built-in curve for the 3-node machine.
+    let mut o = Oaas::with_pages(OaasConfig::default()).unwrap();
+    let err = o.accepts(&three, &[app(0, 0)]).unwrap_err();
+    assert!(err.contains("no built-in MAPI-to-gap curve"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn it_starts_from_the_random_placement_random_draws() {
+    let t = r905();
+    let procs: Vec<ProcessInfo> = (0..4).map(|i| app(i, i as u16)).collect();
+    for seed in 1..20 {
+        let mut o = oaas(
+            OaasConfig {
+                seed,
+                ..OaasConfig::default()
+            },
+            &t,
+            &[0, 1, 2, 3],
+        );
+        let mut r = Random::new(RandomConfig { seed });
+        r.accepts(&t, &procs).unwrap();
+        let start = o.start(&t, &procs);
+        assert_eq!(start, r.start(&t, &procs));
+        let mut to: Vec<u16> = moves(&start).iter().map(|m| m.1).collect();
+        to.sort_unstable();
+        assert_eq!(to, vec![0, 1, 2, 3], "one application per node");
+    }
+    let in_order = OaasConfig {
+        initial_placement: InitialPlacement::InOrder,
+        ..OaasConfig::default()
+    };
+    let mut o = oaas(in_order, &t, &[0, 1, 2, 3]);
+    let to: Vec<u16> = moves(&o.start(&t, &procs)).iter().map(|m| m.1).collect();
+    assert_eq!(to, vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn random_puts_every_application_on_both_classes_over_seeds() {
+    let t = r905();
+    let procs: Vec<ProcessInfo> = (0..4).map(|i| app(i, 0)).collect();
+    let mut fast_count = [0u32; 4];
+    for seed in 0..400 {
+        let mut r = Random::new(RandomConfig { seed });
+        for (i, m) in moves(&r.start(&t, &procs)).iter().enumerate() {
+            if t.class(NodeId(m.1)) == Some(NodeClass::Fast) {
+                fast_count[i] += 1;
+            }
+        }
+    }
+    for c in fast_count {
+        assert!((160..240).contains(&c), "{fast_count:?}");
+    }
+}
+
+#[test]
+fn static_mappings_follow_table_4() {
+    let t = r905();
+    let procs: Vec<ProcessInfo> = (0..4).map(|i| app(i, i as u16)).collect();
+    let nodes = |mapping: &str| -> Vec<u16> {
+        let mut s = Static::new(StaticConfig {
+            mapping: mapping.into(),
+        })
+        .unwrap();
+        s.accepts(&t, &procs).unwrap();
+        moves(&s.start(&t, &procs)).iter().map(|m| m.1).collect()
+    };
+    // Fast nodes 1 and 2, slow 0 and 3, each taken by increasing number.
+    assert_eq!(nodes("M0"), vec![1, 2, 0, 3]);
+    assert_eq!(nodes("M1"), vec![1, 0, 2, 3]);
+    assert_eq!(nodes("M2"), vec![1, 0, 3, 2]);
+    assert_eq!(nodes("M3"), vec![0, 1, 2, 3]);
+    assert_eq!(nodes("M4"), vec![0, 1, 3, 2]);
+    assert_eq!(nodes("m5"), vec![0, 3, 1, 2]);
+    assert_eq!(nodes("sffs"), nodes("M3"));
+    let err = Static::new(StaticConfig {
+        mapping: "M6".into(),
+    })
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(err.contains("neither M0 to M5"), "{err}");
+    let mut s = Static::new(StaticConfig {
+        mapping: "FFF".into(),
+    })
+    .unwrap();
+    let err = s.accepts(&t, &procs[..3]).unwrap_err();
+    assert!(
+        err.contains("needs 3 fast and 0 slow nodes; this machine has 2 and 2"),
+        "{err}"
+    );
+    let err = s.accepts(&t, &procs).unwrap_err();
+    assert!(err.contains("places 3 applications; there are 4"), "{err}");
+}
+
+#[test]
+fn linux_spreads_each_application_from_a_random_node_and_exchanges_some_threads() {
+    let t = r905();
+    let procs: Vec<ProcessInfo> = (0..4).map(|i| app(i, 0)).collect();
+    let spread_only = LinuxLike::new(LinuxConfig {
+        exchange_probability: 0.0,
+        seed: 3,
+    })
+    .unwrap();
+    let dealt = spread_only.deal(&t, &procs);
+    assert_eq!(dealt.len(), 16);
+    let mut cpus: Vec<CpuId> = dealt.iter().map(|d| d.3).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    assert_eq!(cpus.len(), 16, "one CPU per thread");
+    for p in &procs {
+        let mut nodes: Vec<NodeId> = dealt.iter().filter(|d| d.0 == p.pid).map(|d| d.2).collect();
+        nodes.sort_unstable();
+        assert_eq!(nodes, (0..4).map(NodeId).collect::<Vec<_>>(), "S3");
+    }
+    // With exchanges, some applications end with two threads on one node; seeds differ.
+    let concentrated = |seed| {
+        let l = LinuxLike::new(LinuxConfig {
+            seed,
+            ..LinuxConfig::default()
+        })
+        .unwrap();
+        let d = l.deal(&t, &procs);
+        procs
+            .iter()
+            .filter(|p| {
+                let mut n: Vec<NodeId> = d.iter().filter(|x| x.0 == p.pid).map(|x| x.2).collect();
+                n.sort_unstable();
+                n.dedup();
+                n.len() < 4
+            })
+            .count()
+    };
+    let counts: Vec<usize> = (1..30).map(concentrated).collect();
+    assert!(
+        counts.iter().any(|&c| c > 0) && counts.iter().any(|&c| c < 4),
+        "{counts:?}"
+    );
+    assert!(
+        LinuxLike::new(LinuxConfig {
+            exchange_probability: 1.5,
+            seed: 1
+        })
+        .is_err()
+    );
+}
+
+proptest! {
+    /// Whatever the MAPIs and the placement, every move is half of a fast/slow swap (or a
+    /// slow application to an empty fast node) whose predicted gain passes the threshold.
+    #[test]
+    fn moves_only_cross_classes_and_only_for_a_gain(
+        mapi in prop::collection::vec(0.0f64..0.1, 4),
+        perm in Just([0u16, 1, 2, 3]).prop_shuffle(),
+    ) {
+        let t = r905();
+        let mut o = oaas(OaasConfig::default(), &t, &perm);
+        let curve = o.curve().unwrap().clone();
+        let a = o.decide(&t, &epoch(0, 300, &perm, &mapi));
+        let m = moves(&a);
+        prop_assert!(m.len() % 2 == 0);
+        for pair in m.chunks(2) {
+            let (a_pid, to_slow, _) = pair[0];
+            let (b_pid, to_fast, _) = pair[1];
+            let idx = |pid: i32| (pid / 1000 - 1) as usize;
+            prop_assert_eq!(t.class(NodeId(to_slow)), Some(NodeClass::Slow));
+            prop_assert_eq!(t.class(NodeId(to_fast)), Some(NodeClass::Fast));
+            prop_assert_eq!(perm[idx(a_pid)], to_fast);
+            prop_assert_eq!(perm[idx(b_pid)], to_slow);
+            let gain = curve.gap_pct(mapi[idx(b_pid)]) - curve.gap_pct(mapi[idx(a_pid)]);
+            prop_assert!(gain > 5.0);
+        }
+    }
+}
