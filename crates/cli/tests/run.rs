@@ -280,3 +280,42 @@ fn a_recording_that_fails_midway_ends_without_ending_the_run() {
         "{note}"
     );
 }
+
+#[test]
+fn policies_that_need_hardware_counters_are_refused_where_there_are_none() {
+    // This project's machines are VMs without a PMU; where a machine has one, the policies
+    // run instead, and this test has nothing to check.
+    let caps: Value = serde_json::from_str(&common::stdout(&[
+        "list",
+        "capabilities",
+        "--json",
+        "--sysfs-root",
+        "fixtures/sysfs/r905-asymmetric",
+    ]))
+    .unwrap();
+    let counters = &caps["support"]["thread-counters"];
+    if counters["support"] == "full" {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    for policy in ["n-mass", "oaas"] {
+        rondpoint(&[
+            "run",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+            "--policy",
+            policy,
+            "--",
+            "touch",
+            started.to_str().unwrap(),
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "{policy} cannot run on this machine: it needs per-thread instructions"
+        )))
+        .stderr(predicate::str::contains("thread-counters: "));
+        assert!(!started.exists(), "{policy}: nothing may start");
+    }
+}

@@ -42,8 +42,8 @@ pub use view::{Managed, home};
 
 use crate::{Policy, PolicyError};
 use rondpoint_model::{
-    Action, Capability, CpuId, Need, Observation, Outcome, OutcomeStatus, Pid, ProcessInfo, Tid,
-    Topology,
+    Action, Capability, CpuId, Need, Observation, Outcome, OutcomeStatus, Pid, ProcessInfo,
+    SamplingRequest, Tid, Topology,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -221,6 +221,15 @@ impl Policy for NMass {
 
     fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
         check_fits(topology, processes.len())
+    }
+
+    /// Hardware counters when the decisions read a measured MPKI (a live machine counts only
+    /// when asked).
+    fn sampling(&self) -> SamplingRequest {
+        SamplingRequest {
+            counters: self.inputs.needs_counters(self.refine.is_some()),
+            ..SamplingRequest::NONE
+        }
     }
 
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
