@@ -10,6 +10,7 @@
 //! - [`machine`]: `LinuxMachine`, the engine's live backend.
 
 pub mod actuate;
+pub mod calibrate;
 pub mod capabilities;
 pub mod launch;
 pub mod machine;

@@ -4,6 +4,7 @@
 use crate::format;
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use rondpoint_linux::calibrate::{LiveCalibration, calibrate_live};
 use rondpoint_model::GapCurve;
 use rondpoint_sim::calibrate::{CalibrationConfig, calibrate};
 use rondpoint_sim::presets;
@@ -13,10 +14,37 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
-    /// Calibrate a simulated machine: a preset name or a preset file (.toml). Live calibration
-    /// of the machine rondpoint runs on is not available yet.
+    /// Calibrate a simulated machine: a preset name or a preset file (.toml). Without it,
+    /// the machine rondpoint runs on is measured (it needs a fast and a slow node).
     #[arg(long, short = 'm', value_name = "MACHINE")]
     machine: Option<String>,
+
+    /// Live: read the topology from DIR instead of /sys.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "/sys",
+        conflicts_with = "machine"
+    )]
+    sysfs_root: PathBuf,
+
+    /// Live: each CPU's private array (MiB; [Gaud10 §3.1]: 64).
+    #[arg(
+        long,
+        value_name = "MIB",
+        default_value_t = 64,
+        conflicts_with = "machine"
+    )]
+    array_mib: usize,
+
+    /// Live: how long each node runs at each point (milliseconds).
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 500,
+        conflicts_with = "machine"
+    )]
+    ms: u64,
 
     /// Write the curve to FILE, for `--set oaas.curve=FILE`.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -28,17 +56,16 @@ pub struct CalibrateArgs {
 }
 
 pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
-    let Some(machine) = &args.machine else {
-        bail!(
-            "live calibration is not available yet: give --machine PRESET to calibrate a \
-             simulated machine (`rondpoint sim --list` lists them)"
-        );
+    let curve = match &args.machine {
+        Some(machine) => {
+            let spec = MachineSpec::from_preset(&presets::machine(machine)?)?;
+            calibrate(&spec, &CalibrationConfig::default())?
+        }
+        None => live(args)?,
     };
-    let spec = MachineSpec::from_preset(&presets::machine(machine)?)?;
-    let curve = calibrate(&spec, &CalibrationConfig::default())?;
     let text = curve.to_toml()?;
     if let Some(path) = &args.output {
-        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+        rondpoint_safeio::write_replacing(path, text.as_bytes()).context("writing the curve")?;
     }
     if args.toml {
         print!("{text}");
@@ -49,6 +76,24 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// This machine's curve, measured live.
+fn live(args: &CalibrateArgs) -> Result<GapCurve> {
+    if args.array_mib == 0 || args.ms == 0 {
+        bail!("--array-mib and --ms must be at least 1");
+    }
+    let topology = rondpoint_linux::discover(&args.sysfs_root)
+        .context("reading the NUMA topology")?
+        .topology;
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let name = format!("this machine (Linux {})", kernel.trim());
+    let config = LiveCalibration {
+        array_mib: args.array_mib,
+        duration: std::time::Duration::from_millis(args.ms),
+        ..LiveCalibration::default()
+    };
+    Ok(calibrate_live(&topology, &name, &config)?)
 }
 
 /// The curve as a table, with the nodes compared.

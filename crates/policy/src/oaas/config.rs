@@ -72,12 +72,17 @@ pub struct StaticConfig {
     /// its own, the fast and the slow ones taken by increasing node number. Default `M0`
     /// (the first of Table 4).
     pub mapping: String,
+    /// Move each application's pages with it (ours). Default false: the paper's static
+    /// mappings place applications before they start, when there are no pages to move; for
+    /// programs already running (`rondpoint daemon`), true moves them as OAAS does.
+    pub with_memory: bool,
 }
 
 impl Default for StaticConfig {
     fn default() -> Self {
         Self {
             mapping: "M0".into(),
+            with_memory: false,
         }
     }
 }

@@ -38,6 +38,7 @@ pub struct Static {
     /// `true` for a fast node, per application in order.
     fast: Vec<bool>,
     mapping: String,
+    with_memory: bool,
     nodes: Vec<NodeId>,
 }
 
@@ -59,6 +60,7 @@ impl Static {
             Some(fast) if !fast.is_empty() => Ok(Self {
                 fast,
                 mapping: config.mapping,
+                with_memory: config.with_memory,
                 nodes: Vec::new(),
             }),
             _ => Err(PolicyError::Config {
@@ -127,7 +129,7 @@ impl Policy for Static {
         if self.nodes.len() != processes.len() {
             self.nodes = self.assign(topology, processes).unwrap_or_default();
         }
-        place(processes, &self.nodes)
+        place(processes, &self.nodes, self.with_memory)
     }
 
     fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
@@ -164,7 +166,7 @@ impl Policy for Random {
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
         let mut nodes = cpu_nodes(topology);
         nodes.shuffle(&mut Pcg64Mcg::seed_from_u64(self.seed));
-        place(processes, &nodes)
+        place(processes, &nodes, false)
     }
 
     fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {

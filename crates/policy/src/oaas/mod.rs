@@ -106,14 +106,14 @@ fn one_per_node(topology: &Topology, processes: &[ProcessInfo]) -> Result<(), St
 
 /// Each application moved to its node (`nodes[i]` for `processes[i]`), before it starts: its
 /// memory is not allocated yet, so only its threads move.
-fn place(processes: &[ProcessInfo], nodes: &[NodeId]) -> Vec<Action> {
+fn place(processes: &[ProcessInfo], nodes: &[NodeId], with_memory: bool) -> Vec<Action> {
     processes
         .iter()
         .zip(nodes)
         .map(|(p, &to)| Action::MoveApplication {
             pid: p.pid,
             to,
-            with_memory: false,
+            with_memory,
         })
         .collect()
 }

@@ -346,10 +346,10 @@ impl Policy for Oaas {
         let mut nodes = cpu_nodes(topology);
         match self.config.initial_placement {
             InitialPlacement::None => Vec::new(),
-            InitialPlacement::InOrder => place(processes, &nodes),
+            InitialPlacement::InOrder => place(processes, &nodes, false),
             InitialPlacement::Random => {
                 nodes.shuffle(&mut Pcg64Mcg::seed_from_u64(self.config.seed));
-                place(processes, &nodes)
+                place(processes, &nodes, false)
             }
         }
     }

@@ -341,6 +341,7 @@ fn static_mappings_follow_table_4() {
     let nodes = |mapping: &str| -> Vec<u16> {
         let mut s = Static::new(StaticConfig {
             mapping: mapping.into(),
+            ..StaticConfig::default()
         })
         .unwrap();
         s.accepts(&t, &procs).unwrap();
@@ -356,6 +357,7 @@ fn static_mappings_follow_table_4() {
     assert_eq!(nodes("sffs"), nodes("M3"));
     let err = Static::new(StaticConfig {
         mapping: "M6".into(),
+        ..StaticConfig::default()
     })
     .err()
     .unwrap()
@@ -363,6 +365,7 @@ fn static_mappings_follow_table_4() {
     assert!(err.contains("neither M0 to M5"), "{err}");
     let mut s = Static::new(StaticConfig {
         mapping: "FFF".into(),
+        ..StaticConfig::default()
     })
     .unwrap();
     let err = s.accepts(&t, &procs[..3]).unwrap_err();
