@@ -56,7 +56,7 @@ fn calibrate_prints_the_curve_and_writes_the_file_oaas_reads() {
 }
 
 #[test]
-fn calibrate_refuses_a_machine_without_slow_nodes_and_live_runs_for_now() {
+fn calibrate_refuses_a_machine_without_slow_nodes() {
     rondpoint(&["calibrate", "-m", "opteron-8385"])
         .assert()
         .failure()
@@ -64,10 +64,17 @@ fn calibrate_refuses_a_machine_without_slow_nodes_and_live_runs_for_now() {
             "opteron-8385 has no slow CPU node: the microbenchmark compares a fast node's cores \
              with a slow node's",
         ));
-    rondpoint(&["calibrate"])
+    // Live, on a machine of one node (a fixture of one).
+    rondpoint(&["calibrate", "--sysfs-root", "fixtures/sysfs/vm-1node"])
         .assert()
-        .failure()
+        .code(1)
         .stderr(predicate::str::contains(
-            "live calibration is not available yet",
+            "this machine has no slow CPU node to compare with a fast one",
+        ));
+    rondpoint(&["calibrate", "--array-mib", "0"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--array-mib and --ms must be at least 1",
         ));
 }

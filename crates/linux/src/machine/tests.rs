@@ -9,6 +9,8 @@ use rondpoint_model::{CpuId, MemPolicy, NodeList, PageRange, PageSize};
 const MEMHOG: Pid = Pid(4242);
 const HEAP: u64 = 0x55d4_ca1f_2000;
 
+mod policies;
+
 fn topo() -> Topology {
     // 4 nodes x 4 CPUs: CPUs 0-3 on node 0, 4-7 node 1, 8-11 node 2, 12-15 node 3.
     TopologyBuilder::new(4).cores_per_llc(4).build().unwrap()
@@ -1011,100 +1013,4 @@ fn moves_by_quantity_find_the_pages_on_the_node_through_numa_maps_and_maps() {
         }])
         .unwrap();
     assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Failed);
-}
-
-/// A /proc of four single-threaded processes (pids 7001-7004, command `prog`), each with all
-/// its 1,000 pages on node 0 and allowed on every CPU.
-fn four_processes_on_node0() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let template = config().proc_root;
-    for name in ["vmstat", "sys"] {
-        copy_dir(&template.join(name), dir.path());
-    }
-    for pid in 7001..=7004 {
-        let p = dir.path().join(pid.to_string());
-        std::fs::create_dir_all(p.join(format!("task/{pid}"))).unwrap();
-        let stat = format!(
-            "{pid} (prog) R 1 {pid} {pid} 0 -1 4194304 1000 0 0 0 50 7 0 0 20 0 1 0 250000 \
-             78036992 8565 18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 1 1 1 1 \
-             1 1 1 0\n"
-        );
-        let status =
-            format!("Name:\tprog\nTgid:\t{pid}\nPid:\t{pid}\nPPid:\t1\nCpus_allowed_list:\t0-7\n");
-        for d in [p.clone(), p.join(format!("task/{pid}"))] {
-            std::fs::write(d.join("stat"), &stat).unwrap();
-            std::fs::write(d.join("status"), &status).unwrap();
-        }
-        std::fs::write(p.join("comm"), "prog\n").unwrap();
-        std::fs::write(
-            p.join("numa_maps"),
-            "7f0000000000 default anon=1000 dirty=1000 N0=1000 kernelpagesize_kB=4\n",
-        )
-        .unwrap();
-    }
-    dir
-}
-
-/// Runs n-mass for two epochs on [`four_processes_on_node0`], each process counting
-/// `misses` LLC misses per billion instructions; the CPUs each was pinned to last.
-fn n_mass_pins(misses: u64) -> (Vec<Vec<CpuId>>, usize) {
-    let proc = four_processes_on_node0();
-    let sys = [7001, 7002, 7003, 7004]
-        .into_iter()
-        .fold(FakeSys::new(), |s, p| s.with_process(p, &[]));
-    let topology = TopologyBuilder::new(2).cores_per_llc(4).build().unwrap();
-    let cfg = LiveConfig {
-        proc_root: proc.path().to_path_buf(),
-        ..config()
-    };
-    let pids = (7001..=7004).map(Pid).collect();
-    let mut m = LinuxMachine::to_manage(sys, topology, cfg, pids);
-    // Fds from 101 (100 is the capability probe's counter): instructions, cycles, LLC misses
-    // for each process in pid order.
-    for k in 0..4 {
-        let fd = 101 + 3 * k;
-        m.sys.counters.insert(fd, reading(1_000_000_000, 100, 100));
-        m.sys
-            .counters
-            .insert(fd + 1, reading(2_000_000_000, 100, 100));
-        m.sys.counters.insert(fd + 2, reading(misses, 100, 100));
-    }
-    let mut policy = rondpoint_policy::by_name("n-mass").unwrap();
-    let engine = rondpoint_engine::EngineConfig {
-        time_limit_ns: Some(2_000_000_000),
-        ..rondpoint_engine::EngineConfig::default()
-    };
-    rondpoint_engine::run(
-        &mut m,
-        policy.as_mut(),
-        &mut rondpoint_engine::VirtualClock::default(),
-        &engine,
-        |_| {},
-    )
-    .unwrap();
-    let mut last: std::collections::BTreeMap<i32, Vec<CpuId>> = Default::default();
-    for c in &m.sys().calls {
-        if let Call::SetAffinity { tid, cpus } = c {
-            last.insert(tid.0, cpus.clone());
-        }
-    }
-    (last.into_values().collect(), counter_opens(m.sys()).len())
-}
-
-#[test]
-fn a_live_n_mass_run_pins_the_processes_its_counters_call_for() {
-    // Two nodes of four CPUs; four processes homed on node 0. Maximum-local puts all four on
-    // node 0's cores. At 20 LLC misses per thousand instructions each (a penalty of 1.35 by
-    // the regression of [Majo11 §4.5], no profile being given), N-MASS moves half of the
-    // pressure to node 1: two of the four, well under the 60-MPKI threshold there.
-    let (pins, opened) = n_mass_pins(20_000_000);
-    assert_eq!(pins.len(), 4, "every process pinned: {pins:?}");
-    assert!(pins.iter().all(|cpus| cpus.len() == 1), "{pins:?}");
-    let on_node1 = |pins: &[Vec<CpuId>]| pins.iter().filter(|c| c[0].0 >= 4).count();
-    assert_eq!(on_node1(&pins), 2, "{pins:?}");
-    // Counters were opened on each process (3 each) besides the probe's.
-    assert_eq!(opened, 1 + 4 * 3);
-    // Without cache pressure there is nothing to balance: all four stay local.
-    let (pins, _) = n_mass_pins(0);
-    assert_eq!((pins.len(), on_node1(&pins)), (4, 0), "{pins:?}");
 }
