@@ -82,7 +82,8 @@ enum Workload {
         #[arg(long, default_value_t = 6.0)]
         secs: f64,
     },
-    /// Touches a buffer from node 0 and reports where it is (with THP on, 2 MiB pages).
+    /// Touches a buffer from node 0 and reports where it is ("mgen touched buffer ..."), then
+    /// again after `secs` ("mgen placement buffer ...", with THP on whether 2 MiB pages).
     Touch {
         #[arg(long, default_value_t = 32)]
         mib: usize,
@@ -366,6 +367,13 @@ fn main() -> Result<()> {
         Workload::Touch { mib, secs } => {
             m.pin(0)?;
             let buf = touched(mib)?;
+            // Where first touch put it, before anything moves it: a full node 0 sends part of
+            // it to the kernel's fallback node, and the caller compares against this line.
+            println!(
+                "{}",
+                line("touched buffer", &m.placement(buf.bytes(), Settle::Touch)?)
+            );
+            std::io::Write::flush(&mut std::io::stdout())?;
             std::thread::sleep(Duration::from_secs_f64(secs));
             println!(
                 "{} huge_uniform={}",
