@@ -214,3 +214,104 @@ fn run_passes_a_signal_on_to_its_program_and_exits_with_its_status() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// A built-in preset's text with one line's value replaced: `edit(FILE, "threads =", NEW)`.
+fn edited(preset: &str, key: &str, line: &str) -> String {
+    let text = std::fs::read_to_string(workspace().join(preset)).unwrap();
+    let mut found = false;
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if !found && l.starts_with(key) {
+                found = true;
+                line.to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert!(found, "{key} not in {preset}");
+    out.join("\n")
+}
+
+#[test]
+fn numbers_out_of_range_are_refused_before_anything_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = "crates/sim/presets/workloads/facerec.toml";
+    let machine = "crates/sim/presets/machines/xeon-2s.toml";
+    let src = ", source = \"test\" }";
+    for (file, key, line, says) in [
+        (
+            workload,
+            "threads =",
+            "threads = 4294967295".to_string(),
+            "threads = 4294967295: must be from 1 to 4096 threads",
+        ),
+        (
+            workload,
+            "size_mib =",
+            "size_mib = 1e300".to_string(),
+            "size_mib = 1e300: must be from",
+        ),
+        (
+            workload,
+            "size_mib =",
+            "size_mib = nan".to_string(),
+            "must be a finite number",
+        ),
+        (
+            machine,
+            "freq_ghz =",
+            format!("freq_ghz = {{ value = 70000{src}"),
+            "freq_ghz = 70000: must be from 0.1 to 10 GHz",
+        ),
+        (
+            machine,
+            "cores_per_node =",
+            format!("cores_per_node = {{ value = 100000000{src}"),
+            "must be from 0 to 4096 cores",
+        ),
+        (
+            machine,
+            "links =",
+            format!("links = {{ value = [[0, 1, 3]]{src}"),
+            "invalid length 3",
+        ),
+    ] {
+        let path = dir.path().join("input.toml");
+        std::fs::write(&path, edited(file, key, &line)).unwrap();
+        let path = path.to_str().unwrap();
+        let (m, w) = if file == workload {
+            ("xeon-2s", path)
+        } else {
+            (path, "facerec")
+        };
+        let started = Instant::now();
+        rondpoint(&["sim", "-m", m, "-w", w, "-p", "carrefour"])
+            .timeout(Duration::from_secs(20))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(says));
+        assert!(started.elapsed() < Duration::from_secs(5), "{line}");
+    }
+    for (set, says) in [
+        (
+            "carrefour.sampling_period_high_cycles=1",
+            "must be from 1000 to 1e10 cycles",
+        ),
+        (
+            "autonuma.scan_period_min_ms=0",
+            "must be from 10 to 3600000 ms",
+        ),
+        ("carrefour.mrr_threshold=inf", "must be a finite number"),
+    ] {
+        let policy = set.split('.').next().unwrap();
+        rondpoint(&[
+            "sim", "-m", "xeon-2s", "-w", "facerec", "-p", policy, "--set", set,
+        ])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(says));
+    }
+}

@@ -12,6 +12,7 @@ pub mod cpulist;
 pub mod draw;
 pub mod gap_curve;
 pub mod ids;
+pub mod limits;
 pub mod metrics;
 pub mod observation;
 pub mod overflow;

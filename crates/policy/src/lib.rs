@@ -9,6 +9,7 @@
 
 pub mod autonuma;
 pub mod baseline;
+pub mod bounds;
 pub mod carrefour;
 pub mod metrics;
 pub mod nmass;
@@ -400,6 +401,7 @@ mod tests {
                 Ok(Box::new(baseline::FirstTouch))
             },
             defaults: toml::Table::new,
+            bounds: &[],
         };
         let r = Registry::builtin().with(&TOY).unwrap();
         assert!(r.info("toy").is_ok());

@@ -5,7 +5,8 @@
 //! test's toy policy, a downstream crate's).
 
 use crate::{
-    Policy, PolicyConfig, PolicyError, autonuma, baseline, carrefour, nmass, oaas, oracle, remote,
+    Policy, PolicyConfig, PolicyError, autonuma, baseline, bounds, carrefour, nmass, oaas, oracle,
+    remote,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -57,6 +58,8 @@ pub struct PolicyInfo {
     pub build: fn(&Params<'_>) -> Result<Box<dyn Policy>, PolicyError>,
     /// Its parameters with their defaults (an empty table when it has none).
     pub defaults: fn() -> toml::Table,
+    /// The range of each numeric parameter ([`crate::bounds`]), checked before it is built.
+    pub bounds: &'static [bounds::ParamBounds],
 }
 
 /// The parameters given to one policy: its table of the configuration, if any.
@@ -120,6 +123,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
             Ok(Box::new(baseline::FirstTouch))
         },
         defaults: no_parameters,
+        bounds: &[],
     },
     PolicyInfo {
         name: "interleave",
@@ -133,6 +137,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
             Ok(Box::new(baseline::Interleave))
         },
         defaults: no_parameters,
+        bounds: &[],
     },
     PolicyInfo {
         name: "autonuma",
@@ -143,6 +148,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: true,
         build: |p| Ok(Box::new(autonuma::AutoNuma::new(p.parse()?))),
         defaults: defaults_of::<autonuma::AutoNumaConfig>,
+        bounds: bounds::AUTONUMA,
     },
     PolicyInfo {
         name: "carrefour",
@@ -153,6 +159,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: true,
         build: |p| Ok(Box::new(carrefour::Carrefour::new(p.parse()?)?)),
         defaults: defaults_of::<carrefour::CarrefourConfig>,
+        bounds: bounds::CARREFOUR,
     },
     PolicyInfo {
         name: "hybrid",
@@ -163,6 +170,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(remote::hybrid(p.parse()?))),
         defaults: defaults_of::<remote::HybridConfig>,
+        bounds: bounds::HYBRID,
     },
     PolicyInfo {
         name: "usage-aware",
@@ -173,6 +181,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(remote::usage_aware(p.parse()?))),
         defaults: defaults_of::<remote::UsageAwareConfig>,
+        bounds: bounds::HYBRID,
     },
     PolicyInfo {
         name: "dm",
@@ -183,6 +192,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(remote::dm(p.parse()?))),
         defaults: defaults_of::<remote::dm::DmConfig>,
+        bounds: bounds::DM,
     },
     PolicyInfo {
         name: "ua-dm",
@@ -192,6 +202,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(remote::ua_dm(p.parse()?))),
         defaults: defaults_of::<remote::UaDmConfig>,
+        bounds: bounds::UA_DM,
     },
     PolicyInfo {
         name: "maximum-local",
@@ -203,6 +214,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(nmass::NMass::maximum_local(p.parse()?)?)),
         defaults: defaults_of::<nmass::MaximumLocalConfig>,
+        bounds: bounds::MAXIMUM_LOCAL,
     },
     PolicyInfo {
         name: "n-mass",
@@ -215,6 +227,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(nmass::NMass::refined(p.parse()?)?)),
         defaults: defaults_of::<nmass::NMassConfig>,
+        bounds: bounds::NMASS,
     },
     PolicyInfo {
         name: "default",
@@ -226,6 +239,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(nmass::DefaultSchedule::new(p.parse()?)?)),
         defaults: defaults_of::<nmass::DefaultConfig>,
+        bounds: bounds::DEFAULT_SCHEDULE,
     },
     PolicyInfo {
         name: "oaas",
@@ -238,6 +252,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(oaas::Oaas::with_pages(p.parse()?)?)),
         defaults: defaults_of::<oaas::OaasConfig>,
+        bounds: bounds::OAAS,
     },
     PolicyInfo {
         name: "oaas-nopm",
@@ -247,6 +262,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(oaas::Oaas::without_pages(p.parse()?)?)),
         defaults: defaults_of::<oaas::OaasConfig>,
+        bounds: bounds::OAAS,
     },
     PolicyInfo {
         name: "static",
@@ -258,6 +274,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(oaas::Static::new(p.parse()?)?)),
         defaults: defaults_of::<oaas::StaticConfig>,
+        bounds: &[],
     },
     PolicyInfo {
         name: "random",
@@ -268,6 +285,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(oaas::Random::new(p.parse()?))),
         defaults: defaults_of::<oaas::RandomConfig>,
+        bounds: bounds::SEED_ONLY,
     },
     PolicyInfo {
         name: "linux",
@@ -279,6 +297,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: false,
         build: |p| Ok(Box::new(oaas::LinuxLike::new(p.parse()?)?)),
         defaults: defaults_of::<oaas::LinuxConfig>,
+        bounds: bounds::LINUX,
     },
     PolicyInfo {
         name: "oracle",
@@ -289,6 +308,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
         in_all: true,
         build: |p| Ok(Box::new(oracle::Oracle::new(p.parse()?))),
         defaults: defaults_of::<oracle::OracleConfig>,
+        bounds: bounds::ORACLE,
     },
 ];
 
@@ -352,7 +372,11 @@ impl Registry {
     /// Builds a policy by name with its parameters from `config` (defaults where absent).
     pub fn build(&self, name: &str, config: &PolicyConfig) -> Result<Box<dyn Policy>, PolicyError> {
         let info = self.info(name)?;
-        (info.build)(&config.params(info.name))
+        let params = config.params(info.name);
+        if let Some(table) = params.table {
+            bounds::check(info.name, info.bounds, table)?;
+        }
+        (info.build)(&params)
     }
 
     /// Checks a configuration: every table names a policy, and every policy with a table

@@ -1,5 +1,6 @@
 //! rondpoint's NUMA machine simulator.
 
+pub mod bounds;
 pub mod calibrate;
 pub mod machine;
 pub mod memory;

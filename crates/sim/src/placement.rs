@@ -14,9 +14,10 @@ use std::collections::{BTreeMap, HashMap};
 pub const UNALLOCATED: u8 = u8::MAX;
 /// Page replicated: its copies are in the replica table.
 pub const REPLICATED: u8 = u8::MAX - 1;
-/// Most nodes the simulator supports (node indices must stay below the markers, and replica
-/// sets are 64-bit masks).
-pub const MAX_NODES: usize = 64;
+/// Most nodes the simulator supports: rondpoint's bound (node indices must stay below the
+/// markers, and replica sets are 64-bit masks).
+pub use rondpoint_model::limits::MAX_NODES;
+const _: () = assert!(MAX_NODES <= 64 && MAX_NODES < REPLICATED as usize);
 
 /// Popularity of pages within a block.
 #[derive(Clone, Copy, Debug, PartialEq)]

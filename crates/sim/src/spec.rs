@@ -89,6 +89,7 @@ impl MachineSpec {
             machine: p.name.clone(),
             what,
         };
+        crate::bounds::check_machine(p).map_err(|e| bad(e.to_string()))?;
         let per_node = PerNode::of(p).map_err(&bad)?;
         let (topology, cores) = topology(p, &per_node)?;
         let links: Vec<(usize, usize)> = topology
@@ -135,16 +136,8 @@ struct PerNode {
 
 impl PerNode {
     fn of(p: &MachinePreset) -> Result<Self, String> {
+        // The numbers are in range (crate::bounds); what is left is their structure.
         let n = usize::from(p.nodes.get());
-        if n == 0 {
-            return Err("nodes must be at least 1".into());
-        }
-        positive(&p.freq_ghz, "freq_ghz")?;
-        positive(&p.mc_bandwidth_gbs, "mc_bandwidth_gbs")?;
-        positive(&p.link_bandwidth_gbs, "link_bandwidth_gbs")?;
-        if p.llc_bytes.get() == 0 {
-            return Err("llc_bytes must be positive".into());
-        }
         let mut per = Self {
             cores: vec![p.cores_per_node.get(); n],
             mem: vec![p.mem_bytes_per_node.get(); n],
@@ -166,13 +159,19 @@ impl PerNode {
                 per.mem[i] = m.get();
             }
             if let Some(b) = &o.mc_bandwidth_gbs {
-                positive(b, "[[node]] mc_bandwidth_gbs")?;
                 per.mc_bw[i] = b.get();
             }
             per.local_ns[i] = o.local_ns.as_ref().map(Param::get);
         }
         if per.cores.iter().all(|&c| c == 0) {
             return Err("the machine has no cores".into());
+        }
+        let total: u64 = per.cores.iter().map(|&c| u64::from(c)).sum();
+        if total > rondpoint_model::limits::MAX_CPUS as u64 {
+            return Err(format!(
+                "the machine has {total} cores; rondpoint handles at most {}",
+                rondpoint_model::limits::MAX_CPUS
+            ));
         }
         Ok(per)
     }
@@ -266,7 +265,6 @@ fn link_bandwidths(p: &MachinePreset, links: &[(usize, usize)]) -> Result<Vec<f6
                 o.a, o.b
             ));
         };
-        positive(&o.bandwidth_gbs, "[[link]] bandwidth_gbs")?;
         link_bw[i] = o.bandwidth_gbs.get();
     }
     Ok(link_bw)
@@ -304,9 +302,6 @@ fn idle_latency(
             if m.len() != n || m.iter().any(|r| r.len() != n) {
                 return Err(format!("latency matrix must be {n} x {n}"));
             }
-            if m.iter().flatten().any(|&v| !(v > 0.0 && v.is_finite())) {
-                return Err("latency matrix entries must be positive".into());
-            }
             Ok(m.clone())
         }
         LatencyModel::Hops {
@@ -314,12 +309,8 @@ fn idle_latency(
             hop_ns,
             probe_hop_ns,
         } => {
-            positive(local_ns, "latency.local_ns")?;
             let hop = hop_ns.get();
             let probe = probe_hop_ns.as_ref().map_or(0.0, Param::get);
-            if hop < 0.0 || probe < 0.0 {
-                return Err("latency.hop_ns and probe_hop_ns must not be negative".into());
-            }
             let hops = topology.hops();
             let cpu_nodes: Vec<usize> = (0..n).filter(|&i| per.cores[i] > 0).collect();
             Ok((0..n)
@@ -334,14 +325,5 @@ fn idle_latency(
                 })
                 .collect())
         }
-    }
-}
-
-fn positive(p: &Param<f64>, name: &str) -> Result<(), String> {
-    let v = p.get();
-    if v > 0.0 && v.is_finite() {
-        Ok(())
-    } else {
-        Err(format!("{name} must be a positive number, not {v}"))
     }
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
+use rondpoint_model::limits::Bounds;
 use rondpoint_model::{
     Action, Capability, MemPolicy, Need, NodeId, Observation, ProcessInfo, Topology,
 };
@@ -57,6 +58,7 @@ static TOY: PolicyInfo = PolicyInfo {
     in_all: false,
     build: |p| Ok(Box::new(ToyBind(p.parse()?))),
     defaults: registry::defaults_of::<ToyConfig>,
+    bounds: &[("node", Bounds::new(0.0, 63.0, ""))],
 };
 
 #[test]
@@ -104,4 +106,17 @@ fn a_toy_policy_registered_by_one_row_runs_in_the_simulator() {
             .check("toy-bind", &policy.needs())
             .is_ok()
     );
+}
+
+#[test]
+fn a_toy_policy_s_bounds_refuse_a_value_out_of_range() {
+    let registry = Registry::builtin().with(&TOY).unwrap();
+    let mut config = PolicyConfig::default();
+    registry.set_arg(&mut config, "toy-bind.node=64").unwrap();
+    let err = registry
+        .build("toy-bind", &config)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("node = 64: must be from 0 to 63"), "{err}");
 }

@@ -37,6 +37,7 @@ pub use interconnect::{
 
 use crate::cpulist;
 use crate::ids::{CpuId, NodeId};
+use crate::limits::{MAX_CPUS, MAX_NODES};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use thiserror::Error;
@@ -49,6 +50,12 @@ pub const SLIT_UNREACHABLE: u32 = 255;
 pub enum TopologyError {
     #[error("the topology has no nodes")]
     NoNodes,
+    #[error("the machine has {count} {what}; rondpoint handles at most {max}")]
+    TooLarge {
+        what: &'static str,
+        count: usize,
+        max: usize,
+    },
     #[error("{0} appears more than once")]
     DuplicateNode(NodeId),
     #[error("{cpu} is listed under both {first} and {second}")]
@@ -396,6 +403,12 @@ fn check_shape(nodes: &[Node], distances: &[Vec<u32>]) -> Result<(), TopologyErr
     let n = nodes.len();
     if n == 0 {
         return Err(TopologyError::NoNodes);
+    }
+    let cpus: usize = nodes.iter().map(|node| node.cpus.len()).sum();
+    for (what, count, max) in [("nodes", n, MAX_NODES), ("CPUs", cpus, MAX_CPUS)] {
+        if count > max {
+            return Err(TopologyError::TooLarge { what, count, max });
+        }
     }
     if distances.len() != n {
         return Err(TopologyError::DistanceRows {

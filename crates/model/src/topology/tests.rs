@@ -237,3 +237,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn machines_past_the_limits_are_refused_with_the_limit() {
+    let err = TopologyBuilder::new(65).build().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TopologyError::TooLarge {
+                count: 65,
+                max: 64,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("64"), "{err}");
+    let err = TopologyBuilder::new(2)
+        .cores_per_llc(2049)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(err, TopologyError::TooLarge { max: 4096, .. }),
+        "{err}"
+    );
+    // At the limits, building is quick (routes over 64 nodes).
+    let t = TopologyBuilder::new(64).cores_per_llc(64).build().unwrap();
+    assert_eq!(t.nodes().len(), 64);
+}

@@ -31,34 +31,25 @@ impl SimMachine {
         if scenario.apps.is_empty() {
             return Err(impossible("the scenario has no [[app]]".into()));
         }
+        crate::bounds::check_scenario(scenario).map_err(&impossible)?;
+        let free: Vec<f64> = spec
+            .mem_bytes
+            .iter()
+            .map(|&b| b as f64 * (1.0 - config.os_reserve))
+            .collect();
+        check_footprint(scenario, &free).map_err(&impossible)?;
         let cpu_nodes: Vec<usize> = (0..n)
             .filter(|&i| spec.cores.iter().any(|c| c.node == i))
             .collect();
         let mut used = vec![false; spec.cores.len()];
         let mut apps = Vec::new();
         let mut threads = Vec::new();
-        let mut footprint = 0.0;
         for (ai, a) in scenario.apps.iter().enumerate() {
             let mine = place_threads(&spec, a, ai, &cpu_nodes, &mut used, &mut threads)
                 .map_err(&impossible)?;
             let mut app = build_app(a, ai, mine, n).map_err(&impossible)?;
             app.mempolicy = membind(&spec, a).map_err(&impossible)?;
-            footprint += app.regions.iter().map(|r| r.bytes() as f64).sum::<f64>();
             apps.push(app);
-        }
-        let free: Vec<f64> = spec
-            .mem_bytes
-            .iter()
-            .map(|&b| b as f64 * (1.0 - config.os_reserve))
-            .collect();
-        let capacity: f64 = free.iter().sum();
-        if footprint > capacity {
-            return Err(impossible(format!(
-                "the footprint, {:.1} GiB, exceeds the memory the machine can give applications, \
-                 {:.1} GiB",
-                footprint / f64::from(1 << 30),
-                capacity / f64::from(1 << 30)
-            )));
         }
         let mut m = Self::idle(spec, config, apps, threads, free);
         m.restart = scenario.restart;
@@ -103,6 +94,31 @@ impl SimMachine {
             threads,
         }
     }
+}
+
+/// Refuses a scenario whose regions, rounded up to their pages, need more memory than the
+/// machine can give applications (`free`, per node), before any region is built.
+fn check_footprint(scenario: &Scenario, free: &[f64]) -> Result<(), String> {
+    let (mut footprint, mut pages) = (0.0, 0.0);
+    for r in scenario.apps.iter().flat_map(|a| &a.regions) {
+        let page = r.page_size.bytes() as f64;
+        let n = ((r.size_mib.get() * 1048576.0) / page).ceil().max(1.0);
+        pages += n;
+        footprint += n * page;
+    }
+    crate::bounds::scenario::PAGES
+        .check("the scenario's pages", pages)
+        .map_err(|e| e.to_string())?;
+    let capacity: f64 = free.iter().sum();
+    if footprint > capacity {
+        return Err(format!(
+            "the footprint, {:.1} GiB, exceeds the memory the machine can give applications, \
+             {:.1} GiB",
+            footprint / f64::from(1 << 30),
+            capacity / f64::from(1 << 30)
+        ));
+    }
+    Ok(())
 }
 
 impl Thread {
@@ -150,6 +166,14 @@ fn place_threads(
     };
     if count == 0 {
         return Err(format!("app '{}' has no threads", a.name));
+    }
+    let free = used.iter().filter(|u| !**u).count();
+    if count > free {
+        return Err(format!(
+            "app '{}' wants {count} threads but only {free} of the machine's {} cores are free",
+            a.name,
+            spec.cores.len()
+        ));
     }
     let order = node_order(&a.placement, cpu_nodes, n)?;
     let mut mine = Vec::with_capacity(count);
@@ -230,24 +254,7 @@ fn membind(spec: &MachineSpec, a: &AppSpec) -> Result<MemPolicy, String> {
 }
 
 fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<App, String> {
-    let positive = |v: f64, what: &str| {
-        if v > 0.0 && v.is_finite() {
-            Ok(v)
-        } else {
-            Err(format!(
-                "app '{}': {what} must be positive, not {v}",
-                a.name
-            ))
-        }
-    };
-    let instructions = positive(a.instructions.get(), "instructions")?;
-    let cpi_base = positive(a.cpi_base.get(), "cpi_base")?;
-    let mlp = positive(a.mlp.get(), "mlp")?.max(1.0);
-    let mrc_ref = positive(a.mrc_ref_bytes.get(), "mrc_ref_bytes")?;
-    let mpki = a.mpki.get();
-    if !(mpki >= 0.0 && mpki.is_finite()) {
-        return Err(format!("app '{}': mpki must not be negative", a.name));
-    }
+    // The numbers are in range (crate::bounds::check_scenario).
     if a.regions.is_empty() {
         return Err(format!("app '{}' has no [[app.region]]", a.name));
     }
@@ -266,11 +273,11 @@ fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<Ap
     Ok(App {
         name: a.name.clone(),
         pid: Pid(1000 * (ai as i32 + 1)),
-        instructions,
-        cpi_base,
-        mlp,
-        mpki,
-        mrc_ref,
+        instructions: a.instructions.get(),
+        cpi_base: a.cpi_base.get(),
+        mlp: a.mlp.get().max(1.0),
+        mpki: a.mpki.get(),
+        mrc_ref: a.mrc_ref_bytes.get(),
         alpha: a.mrc_alpha.get(),
         start_ns: a.start_s.max(0.0) * 1e9,
         threads,
@@ -297,14 +304,7 @@ fn build_region(
 ) -> Result<(Region, RegionModel), String> {
     let bad = |what: &str| format!("region '{}' of app '{}': {what}", r.name, a.name);
     let size = r.size_mib.get();
-    if !(size > 0.0 && size.is_finite()) {
-        return Err(bad("size_mib must be positive"));
-    }
-    let share = r.share.get();
-    let wr = r.write_ratio.get();
-    if !(0.0..=1.0).contains(&wr) || share < 0.0 {
-        return Err(bad("write_ratio must be in [0, 1] and share not negative"));
-    }
+    let (share, wr) = (r.share.get(), r.write_ratio.get());
     let page = r.page_size.bytes();
     let pages = ((size * 1048576.0) / page as f64).ceil().max(1.0) as usize;
     let blocks = match r.pattern {
@@ -317,8 +317,8 @@ fn build_region(
         _ => Popularity::Uniform,
     };
     let halo = match (r.pattern, &r.halo) {
-        (Pattern::Halo, Some(h)) if (0.0..=1.0).contains(&h.get()) => h.get(),
-        (Pattern::Halo, _) => return Err(bad("pattern halo needs halo in [0, 1]")),
+        (Pattern::Halo, Some(h)) => h.get(),
+        (Pattern::Halo, None) => return Err(bad("pattern halo needs halo")),
         _ => 0.0,
     };
     *base = base.div_ceil(PageSize::Huge2M.bytes()) * PageSize::Huge2M.bytes();
@@ -340,12 +340,6 @@ fn build_region(
 fn build_phases(a: &AppSpec, models: &[RegionModel]) -> Result<Vec<Phase>, String> {
     let mut phases = Vec::new();
     for p in &a.phases {
-        if !(0.0..=1.0).contains(&p.at) {
-            return Err(format!(
-                "app '{}': phase at = {} is not in [0, 1]",
-                a.name, p.at
-            ));
-        }
         let mut shares: Vec<f64> = models.iter().map(|m| m.share).collect();
         for (name, &s) in &p.shares {
             let Some(i) = models.iter().position(|m| &m.name == name) else {
@@ -355,6 +349,12 @@ fn build_phases(a: &AppSpec, models: &[RegionModel]) -> Result<Vec<Phase>, Strin
                 ));
             };
             shares[i] = s;
+        }
+        if shares.iter().all(|&s| s == 0.0) {
+            return Err(format!(
+                "app '{}': every region has share 0 in the phase at {}",
+                a.name, p.at
+            ));
         }
         phases.push(Phase {
             at: p.at,
