@@ -1,5 +1,8 @@
 //! The `rondpoint` binary: argument parsing, dispatch, and error reporting.
 
+#[macro_use]
+mod output;
+
 mod commands;
 mod format;
 mod live;
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(err) if err.is::<output::Closed>() => ExitCode::from(output::CLOSED_STATUS),
         Err(err) => {
             eprintln!("rondpoint: error: {err}");
             for cause in err.chain().skip(1) {

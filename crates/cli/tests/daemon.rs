@@ -131,14 +131,60 @@ fn refuses_nothing_to_manage_and_missing_pids() {
     .assert()
     .code(1)
     .stderr(predicate::str::contains("not a cgroup v2 directory"));
+    let me = std::process::id().to_string();
     rondpoint(&[
         "daemon",
         "--pid",
-        "1",
+        &me,
         "--sysfs-root",
         "fixtures/sysfs/vm-1node",
     ])
     .assert()
     .success()
     .stderr(predicate::str::contains("single NUMA node"));
+    // A pid that does not run is an error on a one-node machine too.
+    rondpoint(&[
+        "daemon",
+        "--pid",
+        "999999999",
+        "--sysfs-root",
+        "fixtures/sysfs/vm-1node",
+    ])
+    .assert()
+    .code(1)
+    .stderr(predicate::str::contains("999999999 not running"));
+}
+
+#[test]
+fn a_selection_of_the_whole_machine_needs_all_processes() {
+    for (args, says) in [
+        (vec!["--pid", "1"], "--pid 1 selects init"),
+        (vec!["--comm", "*"], "matches every command name"),
+        (vec!["--comm", "?*"], "matches every command name"),
+        (vec!["--comm", ""], "not an empty string"),
+        (vec!["--pid", "0"], "a process id is a positive number"),
+        (vec!["--pid=-5"], "a process id is a positive number"),
+    ] {
+        let mut all = vec!["daemon", "--sysfs-root", "fixtures/sysfs/r905-asymmetric"];
+        all.extend(&args);
+        rondpoint(&all)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(says));
+    }
+    // With --all-processes the selection is taken (here on a one-node machine, where the
+    // daemon has nothing to do and says so).
+    for args in [vec!["--pid", "1"], vec!["--comm", "*"]] {
+        let mut all = vec![
+            "daemon",
+            "--all-processes",
+            "--sysfs-root",
+            "fixtures/sysfs/vm-1node",
+        ];
+        all.extend(&args);
+        rondpoint(&all)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("single NUMA node"));
+    }
 }

@@ -34,5 +34,40 @@ fn unknown_nodes_and_processes_are_refused() {
     rondpoint(&["migrate", "--pid", "999999999", "--to", "0"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("is process 999999999 running?"));
+        .stderr(predicate::str::contains("process 999999999 is not running"));
+    rondpoint(&["migrate", "--pid=0", "--to", "0"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "a process id is a positive number",
+        ));
+}
+
+#[test]
+fn a_move_that_moves_nothing_fails() {
+    // The fixture says node 2 exists; this machine's kernel has no such node, so no page can
+    // go there: the exit status says so (not 0, as a move that did nothing).
+    let mut victim = std::process::Command::new("sleep")
+        .arg("10")
+        .spawn()
+        .unwrap();
+    let pid = victim.id().to_string();
+    let here = std::fs::read_to_string("/sys/devices/system/node/online").unwrap_or_default();
+    if here.trim() == "0" {
+        rondpoint(&[
+            "migrate",
+            "--pid",
+            &pid,
+            "--to",
+            "2",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("pages asked for moved to node 2"))
+        .stderr(predicate::str::contains("ENODEV"));
+    }
+    victim.kill().unwrap();
+    victim.wait().unwrap();
 }

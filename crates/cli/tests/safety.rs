@@ -315,3 +315,34 @@ fn numbers_out_of_range_are_refused_before_anything_is_built() {
         .stderr(predicate::str::contains(says));
     }
 }
+
+#[test]
+fn a_closed_standard_output_ends_quietly_with_the_sigpipe_status() {
+    for args in [
+        vec!["sim", "--list"],
+        vec!["list", "policies"],
+        vec![
+            "replay",
+            "fixtures/recordings/sim-opteron-8385-facerec-carrefour.jsonl",
+            "--json",
+        ],
+        vec!["topo", "--sysfs-root", "fixtures/sysfs/r905-asymmetric"],
+    ] {
+        // The reader is gone before rondpoint starts: every write fails with EPIPE.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
+            .current_dir(workspace())
+            .args(&args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(141), "{args:?}");
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

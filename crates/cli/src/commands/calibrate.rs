@@ -68,11 +68,11 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
         rondpoint_safeio::write_replacing(path, text.as_bytes()).context("writing the curve")?;
     }
     if args.toml {
-        print!("{text}");
+        out!("{text}");
     } else {
-        print!("{}", render(&curve));
+        out!("{}", render(&curve));
         if let Some(path) = &args.output {
-            println!("written to {}", path.display());
+            outln!("written to {}", path.display());
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -26,6 +26,11 @@ pub struct DaemonArgs {
     /// Manage the processes of a cgroup v2 directory, e.g. /sys/fs/cgroup/myjob (repeatable).
     #[arg(long = "cgroup", value_name = "DIR")]
     cgroups: Vec<PathBuf>,
+    /// Allow a selection that takes in every process of the machine: `--pid 1` (init and all
+    /// its descendants) or a `--comm` pattern made only of `*` and `?`. Without it they are
+    /// refused, as a slip of the shell more often than a wish.
+    #[arg(long)]
+    all_processes: bool,
     #[command(flatten)]
     live: LiveOptions,
     /// Write the daemon's state here every epoch (JSON, replaced atomically; docs/json/daemon.md),
@@ -144,11 +149,40 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Refuses an empty selection and cgroup directories that are not cgroups, before anything
-/// starts.
+/// Refuses, before anything starts: an empty selection, a pid that is not a running process,
+/// an empty name pattern, a selection of the whole machine without `--all-processes`, and
+/// cgroup directories that are not cgroups.
 fn check_selection(args: &DaemonArgs) -> Result<()> {
     if args.pids.is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
         bail!("say which processes to manage: --pid, --comm or --cgroup");
+    }
+    for &pid in &args.pids {
+        if pid <= 0 {
+            bail!("--pid {pid}: a process id is a positive number");
+        }
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            bail!("no process to manage: {pid} not running");
+        }
+        if pid == 1 && !args.all_processes {
+            bail!(
+                "--pid 1 selects init and every process it started, that is the whole \
+                 machine; add --all-processes if that is what you want"
+            );
+        }
+        if pid == std::process::id() as i32 {
+            bail!("--pid {pid} is rondpoint itself, which never manages itself");
+        }
+    }
+    for pattern in &args.comm {
+        if pattern.is_empty() {
+            bail!("--comm needs a command name or a pattern, not an empty string");
+        }
+        if matches_every_name(pattern) && !args.all_processes {
+            bail!(
+                "--comm '{pattern}' matches every command name, that is every process of the \
+                 machine; add --all-processes if that is what you want"
+            );
+        }
     }
     for dir in &args.cgroups {
         if !dir.join("cgroup.procs").is_file() {
@@ -159,6 +193,14 @@ fn check_selection(args: &DaemonArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a `--comm` glob matches every command name (only `*` and `?`, with a `*`; a
+/// command name is never empty).
+fn matches_every_name(pattern: &str) -> bool {
+    pattern.contains('*')
+        && pattern.chars().filter(|&c| c == '?').count() <= 1
+        && pattern.chars().all(|c| c == '*' || c == '?')
 }
 
 /// The machine managing the processes selected; an error when only `--pid` was given and none
@@ -185,4 +227,19 @@ fn select(
         );
     }
     Ok(machine)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matches_every_name;
+
+    #[test]
+    fn catch_all_patterns_are_recognised() {
+        for p in ["*", "**", "?*", "*?*"] {
+            assert!(matches_every_name(p), "{p}");
+        }
+        for p in ["", "?", "??*", "a*", "*x", "mgen", "[a]*"] {
+            assert!(!matches_every_name(p), "{p}");
+        }
+    }
 }

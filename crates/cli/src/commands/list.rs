@@ -77,9 +77,9 @@ pub fn run(args: &ListArgs) -> Result<ExitCode> {
         What::Policies => {
             let rows = policies()?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                outln!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
-                print!("{}", render_policies(&rows, args.params));
+                out!("{}", render_policies(&rows, args.params));
             }
         }
         What::Machines | What::Workloads => {
@@ -90,17 +90,17 @@ pub fn run(args: &ListArgs) -> Result<ExitCode> {
             };
             let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&names)?);
+                outln!("{}", serde_json::to_string_pretty(&names)?);
             } else {
-                println!("{}", names.join("\n"));
+                outln!("{}", names.join("\n"));
             }
         }
         What::Capabilities => {
             let caps = live_capabilities(&args.sysfs_root)?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&caps)?);
+                outln!("{}", serde_json::to_string_pretty(&caps)?);
             } else {
-                print!("{}", render_capabilities(&caps));
+                out!("{}", render_capabilities(&caps));
             }
         }
     }

@@ -51,8 +51,15 @@ struct MigrateReport {
 
 /// Private, writable mappings (where a process's own data lives) from /proc/PID/maps.
 fn data_mappings(pid: i32) -> Result<Vec<(u64, u64)>> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .with_context(|| format!("reading /proc/{pid}/maps (is process {pid} running?)"))?;
+    let text =
+        std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => anyhow::anyhow!("process {pid} is not running"),
+            std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+                "reading /proc/{pid}/maps: permission denied (moving another user's pages needs \
+             root or CAP_SYS_NICE, and reading its memory map the same user or CAP_SYS_PTRACE)"
+            ),
+            _ => anyhow::Error::new(e).context(format!("reading /proc/{pid}/maps")),
+        })?;
     let mut out = Vec::new();
     for line in text.lines() {
         let mut w = line.split_whitespace();
@@ -73,6 +80,9 @@ fn data_mappings(pid: i32) -> Result<Vec<(u64, u64)>> {
 }
 
 pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
+    if args.pid <= 0 {
+        bail!("--pid {}: a process id is a positive number", args.pid);
+    }
     check_nodes(args)?;
     let mappings = data_mappings(args.pid)?;
     let thp_maps = std::fs::read_to_string(format!("/proc/{}/smaps", args.pid))
@@ -81,9 +91,19 @@ pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
     let pages = page_addresses(&mappings, &thp_maps);
     let report = move_pages(args, &pages, &thp_maps)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{}", render(&report));
+        outln!("{}", render(&report));
+    }
+    // Some pages may stay (shared with another process, pinned, under I/O): the report names
+    // them. Nothing moved of what was asked is a failure.
+    if report.pages_requested > 0 && report.pages_moved == 0 {
+        bail!(
+            "none of the {} pages asked for moved to node {}: {}",
+            report.pages_requested,
+            report.to,
+            format::tally(&report.failures)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

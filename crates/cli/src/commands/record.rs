@@ -146,17 +146,17 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
             start,
             epochs,
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{} over {} epochs of [{}]",
         args.policy,
         epochs.len(),
         recording.source
     );
     if !start.is_empty() {
-        println!("before the start: {}", summarise(&start));
+        outln!("before the start: {}", summarise(&start));
     }
     let rows = epochs
         .iter()
@@ -174,7 +174,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
             ]
         })
         .collect();
-    println!(
+    outln!(
         "{}",
         format::table(
             &["epoch", "samples", "decisions", "recorded run's"],
@@ -183,7 +183,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
         )
     );
     let same = epochs.iter().filter(|e| e.same_as_recorded).count();
-    println!(
+    outln!(
         "{same} of {} epochs decided as in the recorded run (every sample of an epoch must be in \
          the recording for the recording policy to decide the same)",
         epochs.len()

@@ -118,14 +118,15 @@ struct SimReport {
     summary: Option<Vec<Summary>>,
 }
 
-fn list() {
-    println!("machines:  {}", names(presets::MACHINES));
-    println!("workloads: {}", names(presets::WORKLOADS));
+fn list() -> Result<()> {
+    outln!("machines:  {}", names(presets::MACHINES));
+    outln!("workloads: {}", names(presets::WORKLOADS));
     let registry = rondpoint_policy::Registry::builtin();
-    println!(
+    outln!(
         "policies:  {}",
         registry.names().collect::<Vec<_>>().join(", ")
     );
+    Ok(())
 }
 
 fn names(table: &[(&str, &str)]) -> String {
@@ -134,7 +135,7 @@ fn names(table: &[(&str, &str)]) -> String {
 
 pub fn run(args: &SimArgs) -> Result<ExitCode> {
     if args.list {
-        list();
+        list()?;
         return Ok(ExitCode::SUCCESS);
     }
     let plan = Plan::of(args)?;
@@ -150,16 +151,16 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
             runs: results,
             summary,
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
     match &summary {
-        Some(s) => print!("{}{}", render_summary(s), render_notes(&results)),
-        None => print!("{}", render_table(&results)),
+        Some(s) => out!("{}{}", render_summary(s), render_notes(&results)),
+        None => out!("{}", render_table(&results)),
     }
     if args.memory {
         for r in &results {
-            print!("\n{}", render_memory(r));
+            out!("\n{}", render_memory(r));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -127,9 +127,9 @@ pub fn run(args: &TopoArgs) -> Result<ExitCode> {
         discovery.notes,
     );
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", render_text(&report));
+        out!("{}", render_text(&report));
     }
     Ok(ExitCode::SUCCESS)
 }

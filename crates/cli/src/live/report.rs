@@ -72,7 +72,7 @@ impl RunReport {
     /// Prints the report: JSON on stdout, or the table on stderr.
     pub fn print(&self, json: bool) -> Result<()> {
         if json {
-            println!("{}", serde_json::to_string_pretty(self)?);
+            outln!("{}", serde_json::to_string_pretty(self)?);
         } else {
             eprint!("{}", render(self));
         }

@@ -1,0 +1,50 @@
+//! Standard output that ends quietly when its reader goes away.
+//!
+//! `rondpoint replay FILE | head` closes the pipe after a few lines; `println!` would then
+//! panic. Everything rondpoint prints for its user goes through [`write`] (by the `out!` and
+//! `outln!` macros), which turns a closed pipe into [`Closed`]; `main` exits on it without a
+//! message, with the status a shell gives a program that SIGPIPE ended (128 + 13), as `cat`
+//! and `grep` would. Rust ignores SIGPIPE in its runtime, and restoring the default would take
+//! an `unsafe` call outside the syscall layer, so the error is handled here instead.
+
+use std::fmt;
+use std::io::{ErrorKind, Write};
+
+/// The exit status after a closed standard output (128 + SIGPIPE).
+pub const CLOSED_STATUS: u8 = 141;
+
+/// Standard output was closed by its reader: nothing more can be said there.
+#[derive(Debug)]
+pub struct Closed;
+
+impl fmt::Display for Closed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("standard output was closed")
+    }
+}
+
+impl std::error::Error for Closed {}
+
+/// Writes `args` to standard output and flushes it.
+pub fn write(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(args).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Err(Closed.into()),
+        Err(e) => Err(anyhow::Error::new(e).context("writing to standard output")),
+    }
+}
+
+/// `print!` through [`write`]: returns early from the enclosing function on an error.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!($($arg)*))?
+    };
+}
+
+/// `println!` through [`write`]: returns early from the enclosing function on an error.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
