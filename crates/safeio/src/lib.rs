@@ -28,6 +28,8 @@ pub enum InputKind {
     Interconnect,
     /// A recording (`replay`).
     Recording,
+    /// A MAPI-to-gap curve (`calibrate` writes it, `oaas.curve` reads it).
+    GapCurve,
 }
 
 impl InputKind {
@@ -35,7 +37,7 @@ impl InputKind {
     pub fn limit(self) -> u64 {
         match self {
             // A few KiB in practice; 1 MiB leaves room for generated files.
-            InputKind::PolicyConfig | InputKind::Interconnect => 1 << 20,
+            InputKind::PolicyConfig | InputKind::Interconnect | InputKind::GapCurve => 1 << 20,
             // The largest preset is under 10 KiB; generated scenarios of many applications
             // stay well under 16 MiB.
             InputKind::Scenario => 16 << 20,
@@ -51,6 +53,7 @@ impl InputKind {
             InputKind::Scenario => "scenario",
             InputKind::Interconnect => "interconnect file",
             InputKind::Recording => "recording",
+            InputKind::GapCurve => "gap curve",
         }
     }
 }

@@ -92,7 +92,12 @@ fn parse<T: serde::de::DeserializeOwned>(origin: &str, text: &str) -> Result<T, 
 /// A machine preset by built-in name or file path.
 pub fn machine(name_or_path: &str) -> Result<MachinePreset, PresetError> {
     let (origin, text) = lookup(MACHINES, "machine", name_or_path)?;
-    parse(&origin, &text)
+    machine_from_text(&origin, &text)
+}
+
+/// A machine preset from its text; `origin` names it in errors.
+pub fn machine_from_text(origin: &str, text: &str) -> Result<MachinePreset, PresetError> {
+    parse(origin, text)
 }
 
 /// A workload (scenario) by built-in name or file path. An `[[app]]` may take a built-in
@@ -100,19 +105,24 @@ pub fn machine(name_or_path: &str) -> Result<MachinePreset, PresetError> {
 /// beside `preset` in place of the preset's.
 pub fn workload(name_or_path: &str) -> Result<Scenario, PresetError> {
     let (origin, text) = lookup(WORKLOADS, "workload", name_or_path)?;
+    workload_from_text(&origin, &text)
+}
+
+/// A workload (scenario) from its text; `origin` names it in errors.
+pub fn workload_from_text(origin: &str, text: &str) -> Result<Scenario, PresetError> {
     let bad = |message: String| PresetError::Parse {
-        path: origin.clone(),
+        path: origin.to_string(),
         message,
     };
-    let mut table: toml::Table = match toml::from_str(&text) {
+    let mut table: toml::Table = match toml::from_str(text) {
         Ok(t) => t,
-        Err(_) => return parse(&origin, &text),
+        Err(_) => return parse(origin, text),
     };
     let Some(toml::Value::Array(apps)) = table.get_mut("app") else {
-        return parse(&origin, &text);
+        return parse(origin, text);
     };
     if !apps.iter().any(|a| a.get("preset").is_some()) {
-        return parse(&origin, &text);
+        return parse(origin, text);
     }
     for (i, app) in apps.iter_mut().enumerate() {
         let Some(keys) = app.as_table_mut() else {

@@ -26,6 +26,7 @@ use rondpoint_model::{
     Action, Capabilities, Capability, CounterGroup, GapCurve, Need, NodeClass, NodeId, Observation,
     Pid, ProcessInfo, Support, Topology,
 };
+use rondpoint_safeio::InputKind;
 use std::collections::BTreeMap;
 
 /// Which counter gives an application's main-memory accesses.
@@ -96,8 +97,8 @@ impl Oaas {
         let file_curve = match config.curve.as_str() {
             "builtin" => None,
             path => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| bad(format!("curve file '{path}': {e}")))?;
+                let text = rondpoint_safeio::read_text(path.as_ref(), InputKind::GapCurve)
+                    .map_err(|e| bad(format!("curve file: {e}")))?;
                 Some(
                     GapCurve::from_toml(&text)
                         .map_err(|e| bad(format!("curve file '{path}': {e}")))?,
