@@ -331,7 +331,7 @@ check_bad_config() {
     rm -f /tmp/started
     rondpoint run --config /tmp/bad.toml -- touch /tmp/started 2>/tmp/run.err
     code=$?
-    if [ "$code" = 1 ] && [ ! -e /tmp/started ] && grep -q 'bad.toml' /tmp/run.err; then ok bad-config; else bad bad-config "exit $code, started: $([ -e /tmp/started ] && echo yes || echo no)"; fi
+    if [ "$code" = 2 ] && [ ! -e /tmp/started ] && grep -q 'bad.toml' /tmp/run.err; then ok bad-config; else bad bad-config "exit $code, started: $([ -e /tmp/started ] && echo yes || echo no)"; fi
 }
 
 # Share (percent) of a placement line's pages away from node 0 that are on node N:

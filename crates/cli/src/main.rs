@@ -2,6 +2,8 @@
 
 #[macro_use]
 mod output;
+#[macro_use]
+mod status;
 
 mod commands;
 mod format;
@@ -98,7 +100,7 @@ fn main() -> ExitCode {
             for cause in err.chain().skip(1) {
                 eprintln!("  caused by: {cause}");
             }
-            ExitCode::FAILURE
+            status::of(&err)
         }
     }
 }

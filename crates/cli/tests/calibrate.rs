@@ -73,7 +73,7 @@ fn calibrate_refuses_a_machine_without_slow_nodes() {
         ));
     rondpoint(&["calibrate", "--array-mib", "0"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains(
             "--array-mib and --ms must be at least 1",
         ));

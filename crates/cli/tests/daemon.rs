@@ -109,7 +109,7 @@ fn manages_a_pid_publishes_state_and_stops_on_sigterm() {
 fn refuses_nothing_to_manage_and_missing_pids() {
     rondpoint(&["daemon", "--sysfs-root", "fixtures/sysfs/r905-asymmetric"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("--pid, --comm or --cgroup"));
     rondpoint(&[
         "daemon",
@@ -119,7 +119,7 @@ fn refuses_nothing_to_manage_and_missing_pids() {
         "fixtures/sysfs/r905-asymmetric",
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("999999999 not running"));
     rondpoint(&[
         "daemon",
@@ -129,7 +129,7 @@ fn refuses_nothing_to_manage_and_missing_pids() {
         "fixtures/sysfs/r905-asymmetric",
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("not a cgroup v2 directory"));
     let me = std::process::id().to_string();
     rondpoint(&[
@@ -151,7 +151,7 @@ fn refuses_nothing_to_manage_and_missing_pids() {
         "fixtures/sysfs/vm-1node",
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("999999999 not running"));
 }
 
@@ -169,7 +169,7 @@ fn a_selection_of_the_whole_machine_needs_all_processes() {
         all.extend(&args);
         rondpoint(&all)
             .assert()
-            .code(1)
+            .code(2)
             .stderr(predicate::str::contains(says));
     }
     // With --all-processes the selection is taken (here on a one-node machine, where the

@@ -29,15 +29,15 @@ fn moving_to_the_node_the_pages_are_on_moves_nothing_and_says_so() {
 fn unknown_nodes_and_processes_are_refused() {
     rondpoint(&["migrate", "--pid", "1", "--to", "7"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("node 7 does not exist"));
     rondpoint(&["migrate", "--pid", "999999999", "--to", "0"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("process 999999999 is not running"));
     rondpoint(&["migrate", "--pid=0", "--to", "0"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains(
             "a process id is a positive number",
         ));

@@ -115,12 +115,12 @@ fn replay_of_a_bad_file_is_explained() {
     std::fs::write(&file, "{\"kind\":\"epoch\"}\n").unwrap();
     rondpoint(&["replay", file.to_str().unwrap()])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("bad.jsonl"))
         .stderr(predicate::str::contains("line 1"));
     rondpoint(&["replay", "no/such/file"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("no/such/file"));
 }
 
@@ -156,7 +156,7 @@ fn set_restricts_carrefour_to_chosen_techniques() {
         "carrefour.techniques=magic",
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains(
         "in --set carrefour.techniques=magic",
     ))
@@ -181,7 +181,7 @@ fn bad_policy_configuration_fails_before_anything_runs() {
         cfg.to_str().unwrap(),
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("policy.toml"))
     .stderr(predicate::str::contains("lar_treshold"))
     .stderr(predicate::str::contains("simulated s").not());

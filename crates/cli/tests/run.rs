@@ -122,7 +122,7 @@ fn missing_program_and_bad_configuration_are_explained() {
         marker.to_str().unwrap(),
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("bad.toml"));
     assert!(
         !marker.exists(),
@@ -227,7 +227,7 @@ fn a_recording_that_cannot_be_written_stops_the_run_before_the_program_starts() 
         marker.to_str().unwrap(),
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("/no/such/dir/live.jsonl"));
     assert!(!marker.exists(), "the program ran");
     rondpoint(&[
@@ -311,7 +311,7 @@ fn policies_that_need_hardware_counters_are_refused_where_there_are_none() {
             started.to_str().unwrap(),
         ])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains(format!(
             "{policy} cannot run on this machine: it needs per-thread instructions"
         )))

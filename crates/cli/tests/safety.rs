@@ -56,7 +56,7 @@ fn special_files_as_inputs_are_refused_at_once() {
         rondpoint(&args)
             .timeout(Duration::from_secs(10))
             .assert()
-            .code(1)
+            .code(2)
             .stderr(predicate::str::contains(format!(
                 "is a {what}, not a regular file"
             )));
@@ -79,7 +79,7 @@ fn parse_errors_say_where_without_quoting_the_file() {
         cfg.to_str().unwrap(),
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("line 1, column"))
     .stderr(predicate::str::contains("s3cr3t").not());
     let scenario = dir.path().join("w.toml");
@@ -92,7 +92,7 @@ fn parse_errors_say_where_without_quoting_the_file() {
         scenario.to_str().unwrap(),
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("line 2, column"))
     .stderr(predicate::str::contains("hunter2").not());
 }
@@ -123,7 +123,7 @@ fn a_state_file_that_is_not_a_regular_file_is_refused_and_left_alone() {
     let fifo = dir.path().join("state.json");
     mkfifo(&fifo);
     let out = daemon_with_state_file(&fifo);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is a FIFO, not a regular file"), "{err}");
     assert!(
@@ -142,7 +142,7 @@ fn a_state_file_that_is_not_a_regular_file_is_refused_and_left_alone() {
         .is_ok_and(|s| s.success());
     if made {
         let out = daemon_with_state_file(&dev);
-        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(out.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&out.stderr).contains("is a character device"));
         assert!(
             std::fs::symlink_metadata(&dev)
@@ -157,7 +157,7 @@ fn a_state_file_that_is_not_a_regular_file_is_refused_and_left_alone() {
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let out = daemon_with_state_file(&link);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
     // An unrelated file with the old temporary name is left alone by a daemon that runs.
     let conf = dir.path().join("conf");
@@ -290,7 +290,7 @@ fn numbers_out_of_range_are_refused_before_anything_is_built() {
         rondpoint(&["sim", "-m", m, "-w", w, "-p", "carrefour"])
             .timeout(Duration::from_secs(20))
             .assert()
-            .code(1)
+            .code(2)
             .stderr(predicate::str::contains(says));
         assert!(started.elapsed() < Duration::from_secs(5), "{line}");
     }
@@ -311,7 +311,7 @@ fn numbers_out_of_range_are_refused_before_anything_is_built() {
         ])
         .timeout(Duration::from_secs(20))
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains(says));
     }
 }

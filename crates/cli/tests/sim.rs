@@ -112,17 +112,17 @@ fn list_shows_presets_and_policies() {
 fn unknown_names_list_the_valid_ones() {
     rondpoint(&["sim", "-m", "opteron", "-w", "mg"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("unknown machine 'opteron'"))
         .stderr(predicate::str::contains("opteron-8385"));
     rondpoint(&["sim", "-m", "opteron-8385", "-w", "mgg"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("unknown workload 'mgg'"))
         .stderr(predicate::str::contains("streamcluster"));
     rondpoint(&["sim", "-m", "opteron-8385", "-w", "mg", "-p", "carefour"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("unknown policy 'carefour'"))
         .stderr(predicate::str::contains("first-touch"));
 }
@@ -138,7 +138,7 @@ fn malformed_and_impossible_scenarios_are_explained() {
     .unwrap();
     rondpoint(&["sim", "-m", "opteron-8385", "-w", bad.to_str().unwrap()])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("bad.toml"))
         .stderr(predicate::str::contains("line 6"))
         .stderr(predicate::str::contains("panicked").not());
@@ -166,7 +166,7 @@ share = 1.0
     .unwrap();
     rondpoint(&["sim", "-m", "opteron-8385", "-w", big.to_str().unwrap()])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("wants 64 threads"))
         .stderr(predicate::str::contains("16 cores"));
 }
@@ -273,9 +273,9 @@ fn allocation_maps_must_fit_the_workload_and_the_machine() {
         .assert()
     };
     sim("00000")
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("5 digits for the 4 applications"));
-    sim("0020").code(1).stderr(predicate::str::contains(
+    sim("0020").code(2).stderr(predicate::str::contains(
         "'2' is not a node of nehalem-e5520-2s",
     ));
     sim("0011").success();
@@ -292,7 +292,7 @@ fn allocation_maps_must_fit_the_workload_and_the_machine() {
         "0000",
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("4 digits for the 8 applications"));
 }
 

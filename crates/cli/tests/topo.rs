@@ -134,7 +134,7 @@ fn bad_interconnect_file_names_the_file() {
         bad.to_str().unwrap(),
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("ic.toml"))
     .stderr(predicate::str::contains("cannot be reached"));
     std::fs::write(&bad, "links = [[0, 1]\n").unwrap();
@@ -146,7 +146,7 @@ fn bad_interconnect_file_names_the_file() {
         bad.to_str().unwrap(),
     ])
     .assert()
-    .code(1)
+    .code(2)
     .stderr(predicate::str::contains("not valid TOML"))
     .stderr(predicate::str::contains("line 1"));
 }

@@ -2,7 +2,7 @@
 //! [Gaud10 §3.1], for `oaas` (docs/calibrate.md).
 
 use crate::format;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_linux::calibrate::{LiveCalibration, calibrate_live};
 use rondpoint_model::GapCurve;
@@ -81,7 +81,7 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
 /// This machine's curve, measured live.
 fn live(args: &CalibrateArgs) -> Result<GapCurve> {
     if args.array_mib == 0 || args.ms == 0 {
-        bail!("--array-mib and --ms must be at least 1");
+        bad_input!("--array-mib and --ms must be at least 1");
     }
     let topology = rondpoint_linux::discover(&args.sysfs_root)
         .context("reading the NUMA topology")?

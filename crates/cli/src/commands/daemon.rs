@@ -2,7 +2,7 @@
 
 use crate::live::{Live, LiveOptions, LiveRecording, RunReport, drive};
 use crate::signals;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::{EpochReport, OnStop};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
@@ -154,31 +154,31 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
 /// cgroup directories that are not cgroups.
 fn check_selection(args: &DaemonArgs) -> Result<()> {
     if args.pids.is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
-        bail!("say which processes to manage: --pid, --comm or --cgroup");
+        bad_input!("say which processes to manage: --pid, --comm or --cgroup");
     }
     for &pid in &args.pids {
         if pid <= 0 {
-            bail!("--pid {pid}: a process id is a positive number");
+            bad_input!("--pid {pid}: a process id is a positive number");
         }
         if !Path::new(&format!("/proc/{pid}")).exists() {
-            bail!("no process to manage: {pid} not running");
+            bad_input!("no process to manage: {pid} not running");
         }
         if pid == 1 && !args.all_processes {
-            bail!(
+            bad_input!(
                 "--pid 1 selects init and every process it started, that is the whole \
                  machine; add --all-processes if that is what you want"
             );
         }
         if pid == std::process::id() as i32 {
-            bail!("--pid {pid} is rondpoint itself, which never manages itself");
+            bad_input!("--pid {pid} is rondpoint itself, which never manages itself");
         }
     }
     for pattern in &args.comm {
         if pattern.is_empty() {
-            bail!("--comm needs a command name or a pattern, not an empty string");
+            bad_input!("--comm needs a command name or a pattern, not an empty string");
         }
         if matches_every_name(pattern) && !args.all_processes {
-            bail!(
+            bad_input!(
                 "--comm '{pattern}' matches every command name, that is every process of the \
                  machine; add --all-processes if that is what you want"
             );
@@ -186,7 +186,7 @@ fn check_selection(args: &DaemonArgs) -> Result<()> {
     }
     for dir in &args.cgroups {
         if !dir.join("cgroup.procs").is_file() {
-            bail!(
+            bad_input!(
                 "{} is not a cgroup v2 directory (no cgroup.procs)",
                 dir.display()
             );
@@ -217,7 +217,7 @@ fn select(
     };
     let machine = LinuxMachine::to_select(RealSys::new(), topology, live, selection);
     if machine.managed().is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
-        bail!(
+        bad_input!(
             "no process to manage: {} not running",
             args.pids
                 .iter()

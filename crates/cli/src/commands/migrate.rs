@@ -53,7 +53,9 @@ struct MigrateReport {
 fn data_mappings(pid: i32) -> Result<Vec<(u64, u64)>> {
     let text =
         std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => anyhow::anyhow!("process {pid} is not running"),
+            std::io::ErrorKind::NotFound => anyhow::Error::new(crate::status::BadInput::msg(
+                format!("process {pid} is not running"),
+            )),
             std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
                 "reading /proc/{pid}/maps: permission denied (moving another user's pages needs \
              root or CAP_SYS_NICE, and reading its memory map the same user or CAP_SYS_PTRACE)"
@@ -81,7 +83,7 @@ fn data_mappings(pid: i32) -> Result<Vec<(u64, u64)>> {
 
 pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
     if args.pid <= 0 {
-        bail!("--pid {}: a process id is a positive number", args.pid);
+        bad_input!("--pid {}: a process id is a positive number", args.pid);
     }
     check_nodes(args)?;
     let mappings = data_mappings(args.pid)?;
@@ -115,7 +117,7 @@ fn check_nodes(args: &MigrateArgs) -> Result<()> {
         .topology;
     for n in std::iter::once(&args.to).chain(&args.from) {
         if topology.index_of(NodeId(*n)).is_none() {
-            bail!("node {n} does not exist on this machine");
+            bad_input!("node {n} does not exist on this machine");
         }
     }
     Ok(())

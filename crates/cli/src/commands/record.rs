@@ -3,7 +3,7 @@
 
 use crate::format;
 use crate::options::PolicyOptions;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::record::{self, Header, Recorder};
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
@@ -46,7 +46,7 @@ pub struct RecordArgs {
 
 pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     if args.epoch_ms == 0 {
-        bail!("--epoch-ms must be at least 1");
+        bad_input!("--epoch-ms must be at least 1");
     }
     let config = args.policy_options.config()?;
     let mut policy = rondpoint_policy::build(&args.policy, &config)?;

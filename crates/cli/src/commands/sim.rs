@@ -2,7 +2,8 @@
 
 use crate::format;
 use crate::options::PolicyOptions;
-use anyhow::{Context, Result, bail};
+use crate::status::Input;
+use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::EngineConfig;
 use rondpoint_policy::{PolicyConfig, Registry};
@@ -170,12 +171,13 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
 fn seeds(args: &SimArgs) -> Result<Vec<u64>> {
     match args.seeds {
         None => Ok(vec![args.seed]),
-        Some(0) => bail!("--seeds must be at least 1"),
+        Some(0) => bad_input!("--seeds must be at least 1"),
         Some(n) => (0..n)
             .map(|k| {
                 args.seed
                     .checked_add(k)
                     .context("--seed plus --seeds passes the largest seed")
+                    .input()
             })
             .collect(),
     }
@@ -244,10 +246,10 @@ struct Plan {
 impl Plan {
     fn of(args: &SimArgs) -> Result<Self> {
         let Some(machine_name) = &args.machine else {
-            bail!("--machine is required");
+            bad_input!("--machine is required");
         };
         if args.epoch_ms == 0 {
-            bail!("--epoch-ms must be at least 1");
+            bad_input!("--epoch-ms must be at least 1");
         }
         let preset = presets::machine(machine_name)?;
         let spec = MachineSpec::from_preset(&preset)?;
@@ -270,7 +272,9 @@ impl Plan {
             .collect::<Result<Vec<_>>>()?;
         if let Some(map) = &args.allocation_map {
             for s in &mut scenarios {
-                *s = multiprogram::with_homes(&spec, s, map).map_err(anyhow::Error::msg)?;
+                *s = multiprogram::with_homes(&spec, s, map)
+                    .map_err(anyhow::Error::msg)
+                    .input()?;
             }
         }
         let sim = SimConfig {

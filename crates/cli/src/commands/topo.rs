@@ -4,6 +4,7 @@
 //! a field is removed or changes meaning (new fields may appear at any time).
 
 use crate::format;
+use crate::status::Input;
 use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_linux::discover;
@@ -115,10 +116,12 @@ pub fn run(args: &TopoArgs) -> Result<ExitCode> {
         let text = rondpoint_safeio::read_text(file, rondpoint_safeio::InputKind::Interconnect)
             .context("reading the interconnect file")?;
         let spec = InterconnectSpec::from_toml(&text)
+            .input()
             .with_context(|| format!("in interconnect file {}", file.display()))?;
         discovery.topology = discovery
             .topology
             .with_interconnect(&spec, InterconnectOrigin::File(file.display().to_string()))
+            .input()
             .with_context(|| format!("in interconnect file {}", file.display()))?;
     }
     let report = build_report(

@@ -10,7 +10,7 @@ pub use report::RunReport;
 
 use crate::options::PolicyOptions;
 use crate::signals::Received;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::{
     Accounting, EngineConfig, EpochReport, Machine, OnStop, RateLimits, StopSignal, WallClock,
@@ -127,7 +127,7 @@ impl LiveOptions {
     /// topology: all that can be wrong is found before any process is touched.
     pub fn prepare(&self) -> Result<Live> {
         if self.epoch_ms == 0 {
-            bail!("--epoch-ms must be at least 1");
+            bad_input!("--epoch-ms must be at least 1");
         }
         let policy = rondpoint_policy::build(&self.policy, &self.policy_options.config()?)?;
         let topology = rondpoint_linux::discover(&self.sysfs_root)
