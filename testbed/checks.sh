@@ -411,7 +411,103 @@ check_app_moves() {
     if [ -z "$why" ]; then ok app-moves "$seen"; else bad app-moves "$why"; fi
 }
 
-# 12. `rondpoint calibrate` measures the live MAPI-to-gap curve [Gaud10 §3.1] of this 4-node
+# 12. Data integrity while rondpoint moves a program's pages under it: `rondpoint-mgen verify`
+# (one thread per node, each checking and rewriting the stamps of every fourth page of a 32 MiB
+# buffer first touched on node 0) runs while (a) `rondpoint migrate` moves all of it to nodes
+# 1, 2, 3, 0 and 2 in turn, (b) `rondpoint daemon` moves the program and its pages to node 1
+# (static.with_memory, as OAAS does) and (c) `rondpoint run --policy carrefour` manages it with
+# the kernel's NUMA balancing on. Every time: exit status 0, no stamp wrong ("mgen checksum
+# ok"), every thread made at least 2 passes, and pages moved ((a) at least 4 of the 5 moves
+# move 90% of the buffer or more; (b) at least 90% ends on node 1).
+integrity_verdict() { # NAME OUTPUT STATUS
+    echo "$2" | grep -q '^mgen checksum ok' || { echo " $1: $(echo "$2" | grep '^mgen checksum');"; return; }
+    [ "$3" = 0 ] || { echo " $1: exit status $3;"; return; }
+    passes=$(echo "$2" | sed -n 's/^mgen verify .*min_passes=\([0-9]*\).*/\1/p')
+    [ "${passes:-0}" -ge 2 ] || echo " $1: only ${passes:-0} passes;"
+}
+check_integrity() {
+    balancing 0; thp never
+    why=""; seen=""
+    rondpoint-mgen verify --mib 32 --secs 20 > /tmp/verify.out &
+    p=$!
+    sleep 2
+    full=0; moves=""
+    for n in 1 2 3 0 2; do
+        m=$(rondpoint migrate --pid "$p" --to "$n" --json 2>/dev/null | sed -n 's/.*"pages_moved": \([0-9]*\).*/\1/p')
+        moves="$moves ${m:-0}"
+        [ "${m:-0}" -ge 7372 ] && full=$((full + 1))
+    done
+    wait "$p"; code=$?
+    why="$why$(integrity_verdict migrate "$(cat /tmp/verify.out)" "$code")"
+    [ "$full" -ge 4 ] || why="$why migrate: pages moved per move:$moves;"
+    seen="$seen migrate:$moves pages;"
+
+    rondpoint-mgen verify --mib 32 --secs 12 > /tmp/verify.out &
+    p=$!
+    sleep 2
+    rondpoint daemon --pid "$p" --policy static --set static.mapping=F --set static.with_memory=true --epoch-ms 500 >/dev/null 2>/tmp/run.err &
+    d=$!
+    sleep 6
+    kill "$d" 2>/dev/null; wait "$d" 2>/dev/null
+    wait "$p"; code=$?
+    out=$(cat /tmp/verify.out)
+    why="$why$(integrity_verdict with-app "$out" "$code")"
+    line=$(echo "$out" | grep '^mgen placement'); n1=$(( $(field "$line" N1) * 100 / ($(total "$line") + 1) ))
+    [ "$n1" -ge 90 ] || why="$why with-app: $n1% on node 1 ($line);"
+    seen="$seen with-app: $n1% on node 1;"
+
+    balancing 1
+    out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- rondpoint-mgen verify --mib 32 --secs 10 2>/tmp/run.err); code=$?
+    balancing 0
+    why="$why$(integrity_verdict carrefour "$out" "$code")"
+    placed=$(echo "$out" | grep -o '"pages_done": [0-9]*' | awk '{s += $2} END {print s + 0}')
+    seen="$seen carrefour: rondpoint placed $placed pages ($(echo "$out" | grep '^mgen placement'));"
+    if [ -z "$why" ]; then ok integrity "$seen"; else bad integrity "$why"; fi
+}
+
+# 12b. Soak: `rondpoint daemon --comm rondpoint-mgen` (carrefour, 200 ms epochs, a state file)
+# while programs start and exit for 60 s, two at a time, one of them with threads that come and
+# go (shared-buffer starts a reader per node). Between the 20th program and the end, the
+# daemon's resident memory grows by at most a quarter plus 4 MiB and its open descriptors by at
+# most 4; a second after the last program ends the state file lists no process; SIGTERM ends
+# the daemon with status 0; the only per-page or per-action failures its report counts are
+# those of processes and pages that went away (ESRCH, ENOENT, EFAULT) or were busy (EBUSY).
+rss_kb() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$1/status"; }
+fds() { ls "/proc/$1/fd" | wc -l; }
+check_soak() {
+    balancing 1; thp never
+    rm -f /tmp/state.json
+    rondpoint daemon --comm rondpoint-mgen --policy carrefour --epoch-ms 200 --state-file /tmp/state.json --json > /tmp/soak.json 2>/tmp/run.err &
+    d=$!
+    end=$(( $(cut -d. -f1 /proc/uptime) + 60 ))
+    n=0; rss0=""; fd0=""
+    while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
+        rondpoint-mgen touch --mib 2 --secs 0.2 >/dev/null 2>&1 &
+        rondpoint-mgen shared-buffer --mib 2 --secs 0.5 >/dev/null 2>&1 &
+        wait "$!"; sleep 0.3
+        n=$((n + 2))
+        [ "$n" = 20 ] && { rss0=$(rss_kb "$d"); fd0=$(fds "$d"); }
+    done
+    sleep 2
+    rss1=$(rss_kb "$d"); fd1=$(fds "$d")
+    left=$(tr -d ' \n' < /tmp/state.json | sed -n 's/.*"managed":\[\([^]]*\)\].*/\1/p')
+    kill -TERM "$d"; wait "$d"; code=$?
+    # Every reason the report gives for pages not placed (errno names, or an action's note).
+    reasons=$(awk '/"pages_failed_by_reason": \{/ {inside = 1; next} inside && /}/ {inside = 0}
+        inside {sub(/^[[:space:]]*/, ""); sub(/,$/, ""); print}' /tmp/soak.json | sort | tr '\n' ';')
+    why=""
+    [ -n "$rss0" ] || why="$why only $n programs started;"
+    [ "${rss1:-0}" -le $(( ${rss0:-0} * 5 / 4 + 4096 )) ] || why="$why RSS ${rss0} -> ${rss1} kB;"
+    [ "${fd1:-0}" -le $(( ${fd0:-0} + 4 )) ] || why="$why descriptors ${fd0} -> ${fd1};"
+    [ -z "$left" ] || why="$why still managed after the programs ended: $left;"
+    [ "$code" = 0 ] || why="$why daemon exit status $code;"
+    unexpected=$(echo "$reasons" | tr ';' '\n' | grep -v '^$' | grep -v 'ESRCH\|ENOENT\|EFAULT\|EBUSY')
+    [ -z "$unexpected" ] || why="$why failures: $reasons;"
+    seen="$n programs in 60 s, RSS ${rss0} -> ${rss1} kB, descriptors ${fd0} -> ${fd1}, failures counted: ${reasons:-none}"
+    if [ -z "$why" ]; then ok soak "$seen"; else bad soak "$why ($seen)"; fi
+}
+
+# 13. `rondpoint calibrate` measures the live MAPI-to-gap curve [Gaud10 §3.1] of this 4-node
 # machine (fast nodes 1 and 2, slow 0 and 3) and writes it: at least 6 points, each gap a
 # number. Its values are not asserted: QEMU/TCG does not model memory timing per node (every
 # node's memory is the host's), and the emulator's scheduling of virtual CPUs swings the gaps
@@ -486,7 +582,7 @@ bench_remote() {
 wanted=$(sed -n 's/.*rondpoint\.checks=\([^ ]*\).*/\1/p' /proc/cmdline)
 verbose=$(sed -n 's/.*rondpoint\.verbose=\([^ ]*\).*/\1/p' /proc/cmdline)
 repeat=$(sed -n 's/.*rondpoint\.repeat=\([0-9]*\).*/\1/p' /proc/cmdline)
-for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefour_own_shared carrefour_own_partitioned daemon_late_threads thp threads exit_early bad_config remote_placement app_moves calibrate; do
+for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefour_own_shared carrefour_own_partitioned daemon_late_threads thp threads exit_early bad_config remote_placement app_moves integrity soak calibrate; do
     case ",${wanted:-all}," in
         *,"$c",*|*,all,*) ;;
         *) continue ;;

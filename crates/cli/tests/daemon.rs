@@ -172,6 +172,19 @@ fn a_selection_of_the_whole_machine_needs_all_processes() {
             .code(2)
             .stderr(predicate::str::contains(says));
     }
+    // A kernel thread (kthreadd is pid 2 outside a pid namespace) has no memory to place.
+    if std::fs::read_to_string("/proc/2/comm").is_ok_and(|c| c.trim() == "kthreadd") {
+        rondpoint(&[
+            "daemon",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+            "--pid",
+            "2",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("(kthreadd) is a kernel thread"));
+    }
     // With --all-processes the selection is taken (here on a one-node machine, where the
     // daemon has nothing to do and says so).
     for args in [vec!["--pid", "1"], vec!["--comm", "*"]] {

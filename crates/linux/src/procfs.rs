@@ -50,6 +50,8 @@ pub struct TaskStat {
     pub state: char,
     /// Field 4: the parent's process id (0 for init and kthreadd).
     pub ppid: Pid,
+    /// Field 9: the kernel's `PF_*` flags.
+    pub flags: u64,
     /// Field 14, in clock ticks (`sysconf(_SC_CLK_TCK)`, 100 on every mainstream kernel). For a
     /// process, the whole thread group's time, exited threads included.
     pub utime_ticks: u64,
@@ -59,6 +61,16 @@ pub struct TaskStat {
     pub num_threads: u64,
     /// Field 39: the CPU the task last ran on (absent only on kernels older than 2.5.19).
     pub processor: Option<CpuId>,
+}
+
+impl TaskStat {
+    /// `PF_KTHREAD` (include/linux/sched.h): a kernel thread, which has no memory of its own.
+    pub const PF_KTHREAD: u64 = 0x0020_0000;
+
+    /// Whether the task is a kernel thread.
+    pub fn is_kernel_thread(&self) -> bool {
+        self.flags & Self::PF_KTHREAD != 0
+    }
 }
 
 /// One thread of a process, as [`ProcRoot::threads`] found it.
@@ -564,6 +576,7 @@ fn parse_stat(text: &str) -> Result<TaskStat, String> {
         comm,
         state: s,
         ppid: Pid(stat_field(&rest, 4, "ppid")?),
+        flags: stat_field(&rest, 9, "flags")?,
         utime_ticks: stat_field(&rest, 14, "utime")?,
         stime_ticks: stat_field(&rest, 15, "stime")?,
         num_threads: stat_field(&rest, 20, "num_threads")?,
@@ -708,6 +721,17 @@ fn sum_anon_huge(path: &Path, text: &str) -> Result<u64, ProcError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_threads_are_told_by_their_flags() {
+        // kthreadd and a user process, as a 6.12 kernel prints them (fields past 20 cut).
+        let kthreadd = parse_stat("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(kthreadd.is_kernel_thread());
+        let user = parse_stat("77 (sleep) S 1 77 77 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!user.is_kernel_thread());
+    }
 
     #[test]
     fn policy_strings_with_flags() {

@@ -13,6 +13,8 @@
 //! The testbed's checks read these lines. CPUs are assumed numbered so that CPU i is on node i
 //! (the testbed boots one CPU per node); `--cpus-per-node` says otherwise.
 
+mod verify;
+
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use rondpoint_linux::actuate;
@@ -118,6 +120,15 @@ enum Workload {
         #[arg(long, default_value_t = 200)]
         over_mib: usize,
         #[arg(long, default_value_t = 6.0)]
+        secs: f64,
+    },
+    /// One thread per node checks and rewrites its pages (every node-th page of a buffer first
+    /// touched on node 0) for `secs` seconds; reports passes, stamps found wrong ("mgen checksum
+    /// ok" when none) and where the pages are.
+    Verify {
+        #[arg(long, default_value_t = 64)]
+        mib: usize,
+        #[arg(long, default_value_t = 10.0)]
         secs: f64,
     },
     /// Holds `mib` MiB bound to `node` for `secs` seconds ("mgen holding" once touched), so
@@ -401,6 +412,7 @@ fn main() -> Result<()> {
         } => partitioned(m, mib, secs, bound, late, &stop)?,
         Workload::Misplaced { mib, secs } => misplaced(m, mib, secs, &stop)?,
         Workload::Overflow { over_mib, secs } => overflow(m, over_mib, secs)?,
+        Workload::Verify { mib, secs } => verify::run(m, mib, secs)?,
         Workload::Hold { node, mib, secs } => {
             let held = touched_in(mib << 20, Some(node))?;
             println!("mgen holding {mib} MiB on node {node}");

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::{EpochReport, OnStop};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
+use rondpoint_linux::procfs::ProcRoot;
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::{OutcomeStatus, Pid, Topology};
 use serde::Serialize;
@@ -107,6 +108,13 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     }
     let stop = signals::install()?;
     let mut machine = select(args, topology, live)?;
+    if args.all_processes {
+        eprintln!(
+            "rondpoint: --all-processes: managing {} processes now, and those the selection \
+             takes in later",
+            machine.managed().len()
+        );
+    }
     let mut recording = opts.recording("daemon", &mut machine)?;
     let started = Instant::now();
     let mut state = State::new(opts);
@@ -167,6 +175,13 @@ fn check_selection(args: &DaemonArgs) -> Result<()> {
             bad_input!(
                 "--pid 1 selects init and every process it started, that is the whole \
                  machine; add --all-processes if that is what you want"
+            );
+        }
+        let stat = ProcRoot::new("/proc").stat(Pid(pid)).ok().flatten();
+        if let Some(stat) = stat.filter(|s| s.is_kernel_thread()) {
+            bad_input!(
+                "process {pid} ({}) is a kernel thread: it has no memory of its own to place",
+                stat.comm
             );
         }
         if pid == std::process::id() as i32 {
