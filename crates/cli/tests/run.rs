@@ -254,7 +254,7 @@ fn a_recording_that_cannot_be_written_stops_the_run_before_the_program_starts() 
 fn a_recording_that_fails_midway_ends_without_ending_the_run() {
     // A file-size limit of 1 KiB (SIGXFSZ ignored, so that the write fails with EFBIG instead
     // of killing rondpoint): the recording's first write fails, the program runs to its end,
-    // its exit status is rondpoint's, and the report says why the recording stopped. (A
+    // its exit status is rondpoint's, and the report says why the recording was not saved. (A
     // device such as /dev/full is refused before anything runs: tests/safety.rs.)
     let dir = tempfile::tempdir().unwrap();
     let recording = dir.path().join("run.jsonl");
@@ -276,9 +276,13 @@ fn a_recording_that_fails_midway_ends_without_ending_the_run() {
     assert!(r["epochs"].as_u64().unwrap() >= 2, "{r}");
     let note = r["notes"][0].as_str().unwrap();
     assert!(
-        note.contains("stopped after 0 epochs") && note.contains("File too large"),
+        note.contains("was not saved (it failed after 0 epochs)")
+            && note.contains("File too large"),
         "{note}"
     );
+    // Neither a half-written recording nor its temporary file is left.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

@@ -8,10 +8,10 @@
 //!   uniquely named temporary file in the same directory (O_EXCL), synced, renamed over the
 //!   destination; a destination that exists and is not a regular file (a device, FIFO,
 //!   socket, directory or symbolic link) is refused, and nothing else is ever removed.
-//! - [`create_stream`]: an output written as it goes (a recording): the same refusals, opened
-//!   with O_NOFOLLOW so that a link swapped in meanwhile is not followed.
+//! - [`create_staged`]: an output written as it goes (a recording), the same way: under the
+//!   temporary name until [`Staged::commit`] renames it; removed if never committed.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -174,34 +174,63 @@ fn check_destination(path: &Path) -> Result<(), SafeIoError> {
 
 /// Replaces `path` with `bytes` atomically (see the module documentation).
 pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), SafeIoError> {
+    let mut staged = create_staged(path)?;
+    staged.write_all(bytes).map_err(io_err(path))?;
+    staged.commit()
+}
+
+/// An output written as it goes under a unique temporary name (`.rondpoint-*.tmp`, created
+/// with O_EXCL) in its destination's directory; [`Staged::commit`] syncs it and renames it over
+/// the destination. Dropped without a commit (an error on the way), it is removed: the
+/// destination is never left half-written.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: tempfile::NamedTempFile,
+    dest: PathBuf,
+}
+
+/// Starts writing `path` (see [`Staged`]); a destination that exists and is not a regular
+/// file is refused at once.
+pub fn create_staged(path: &Path) -> Result<Staged, SafeIoError> {
     check_destination(path)?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
+    let tmp = tempfile::Builder::new()
         .prefix(".rondpoint-")
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(io_err(path))?;
-    tmp.write_all(bytes).map_err(io_err(path))?;
-    tmp.as_file().sync_all().map_err(io_err(path))?;
-    // Checked again just before the rename, which replaces a name, never what it points to.
-    check_destination(path)?;
-    tmp.persist(path).map_err(|e| io_err(path)(e.error))?;
-    Ok(())
+    Ok(Staged {
+        tmp,
+        dest: path.to_path_buf(),
+    })
 }
 
-/// Creates (or truncates) a regular file to write as it goes (see the module documentation).
-pub fn create_stream(path: &Path) -> Result<File, SafeIoError> {
-    check_destination(path)?;
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(io_err(path))
+impl Staged {
+    /// Syncs what was written and renames it over the destination.
+    pub fn commit(mut self) -> Result<(), SafeIoError> {
+        let dest = self.dest;
+        self.tmp.flush().map_err(io_err(&dest))?;
+        self.tmp.as_file().sync_all().map_err(io_err(&dest))?;
+        // Checked again just before the rename, which replaces a name, never what it points to.
+        check_destination(&dest)?;
+        self.tmp
+            .persist(&dest)
+            .map_err(|e| io_err(&dest)(e.error))?;
+        Ok(())
+    }
+}
+
+impl Write for Staged {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.tmp.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.tmp.flush()
+    }
 }
 
 #[cfg(test)]
@@ -293,16 +322,27 @@ mod tests {
             "{err}"
         );
         assert_eq!(std::fs::read_to_string(&unrelated).unwrap(), "mine");
-        let err = create_stream(&link).unwrap_err().to_string();
+        let err = create_staged(&link).unwrap_err().to_string();
         assert!(
             err.ends_with("is a symbolic link, not a regular file"),
             "{err}"
         );
         let err = write_replacing(dir.path(), b"x").unwrap_err().to_string();
         assert!(err.ends_with("is a directory, not a regular file"), "{err}");
-        // A stream to a new or regular file works.
+        // A staged file appears whole at the commit; dropped before, it leaves nothing.
         let rec = dir.path().join("rec.jsonl");
-        create_stream(&rec).unwrap().write_all(b"line\n").unwrap();
+        let mut staged = create_staged(&rec).unwrap();
+        staged.write_all(b"line\n").unwrap();
+        assert!(!rec.exists());
+        staged.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&rec).unwrap(), "line\n");
+        let other = dir.path().join("other.jsonl");
+        create_staged(&other).unwrap().write_all(b"half").unwrap();
+        assert!(!other.exists());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
     }
 }

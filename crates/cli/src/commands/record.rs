@@ -57,7 +57,7 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         ..SimConfig::default()
     };
     let mut machine = SimMachine::new(spec, &scenario, sim)?;
-    let file = rondpoint_safeio::create_stream(&args.output).context("creating the recording")?;
+    let file = rondpoint_safeio::create_staged(&args.output).context("creating the recording")?;
     let source = format!(
         "sim machine={} workload={} policy={} seed={}",
         args.machine, args.workload, args.policy, args.seed
@@ -99,6 +99,12 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     }
     recorder
         .finish()
+        .map_err(anyhow::Error::from)
+        .and_then(|w| {
+            w.into_inner()
+                .map_err(|e| anyhow::Error::new(e.into_error()))
+        })
+        .and_then(|staged| staged.commit().map_err(anyhow::Error::from))
         .with_context(|| format!("writing {}", args.output.display()))?;
     eprintln!(
         "recorded {epochs} epochs ({:.1} simulated s) to {}",

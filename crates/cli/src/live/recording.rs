@@ -5,14 +5,15 @@ use anyhow::{Context, Result};
 use rondpoint_engine::EpochReport;
 use rondpoint_engine::record::{Header, Recorder};
 use rondpoint_model::{Capabilities, ProcessInfo, Topology};
-use std::fs::File;
+use rondpoint_safeio::Staged;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-/// A recording of a live run (`--record`). The file is created before anything is managed, so
-/// that a path that cannot be written is an error up front; the header is written with the
-/// first epoch, whose processes it lists (a launched program exists only once the run starts).
-/// A write error ends the recording, not the run: it is reported in the run's notes.
+/// A recording of a live run (`--record`). The file is staged (written under a temporary name
+/// beside it, renamed at the end) before anything is managed, so that a path that cannot be
+/// written is an error up front; the header is written with the first epoch, whose processes
+/// it lists (a launched program exists only once the run starts). A write error ends the
+/// recording, not the run: it is reported in the run's notes, and nothing is saved.
 pub struct LiveRecording {
     path: PathBuf,
     source: String,
@@ -26,8 +27,8 @@ pub struct LiveRecording {
 /// Where a [`LiveRecording`] is.
 enum LiveState {
     /// Created, the header not yet written.
-    Created(File),
-    Recording(Recorder<BufWriter<File>>),
+    Created(Staged),
+    Recording(Recorder<BufWriter<Staged>>),
     /// Stopped by a write error.
     Failed(String),
 }
@@ -40,7 +41,7 @@ impl LiveRecording {
         capabilities: &Capabilities,
         max_samples: Option<usize>,
     ) -> Result<Self> {
-        let file = rondpoint_safeio::create_stream(path).context("creating the recording")?;
+        let file = rondpoint_safeio::create_staged(path).context("creating the recording")?;
         Ok(Self {
             path: path.to_path_buf(),
             source,
@@ -54,7 +55,7 @@ impl LiveRecording {
 
     /// The recorder, its header written (listing `processes`) if it was not yet; `None` once
     /// the recording has failed.
-    fn recorder(&mut self, processes: &[ProcessInfo]) -> Option<&mut Recorder<BufWriter<File>>> {
+    fn recorder(&mut self, processes: &[ProcessInfo]) -> Option<&mut Recorder<BufWriter<Staged>>> {
         let state = std::mem::replace(&mut self.state, LiveState::Failed(String::new()));
         self.state = match state {
             LiveState::Created(file) => match Recorder::new(
@@ -106,9 +107,16 @@ impl LiveRecording {
     fn finish(mut self) -> Result<String, String> {
         self.recorder(&[]);
         let error = match self.state {
-            LiveState::Recording(recorder) => recorder.finish().err().map(|e| e.to_string()),
+            LiveState::Recording(recorder) => match recorder.finish() {
+                Ok(writer) => writer
+                    .into_inner()
+                    .map_err(|e| e.error().to_string())
+                    .and_then(|staged| staged.commit().map_err(|e| e.to_string()))
+                    .err(),
+                Err(e) => Some(e.to_string()),
+            },
             LiveState::Failed(e) => Some(e),
-            LiveState::Created(_) => None,
+            LiveState::Created(staged) => staged.commit().err().map(|e| e.to_string()),
         };
         match error {
             None => Ok(format!(
@@ -118,7 +126,7 @@ impl LiveRecording {
                 self.path.display()
             )),
             Some(e) => Err(format!(
-                "the recording {} stopped after {} epochs: {e}",
+                "the recording {} was not saved (it failed after {} epochs): {e}",
                 self.path.display(),
                 self.epochs
             )),
