@@ -623,6 +623,12 @@ fn overflow(m: Machine, over_mib: usize, secs: f64) -> Result<()> {
                 || page[PAGE - 1].load(Ordering::Relaxed) != !pattern(*i)
         })
         .count();
+    report_intact(&m, buf, bad)
+}
+
+/// Prints where `buf` is and whether its data is intact ("mgen checksum ok", or how many pages
+/// changed), for the testbed's checks.
+fn report_intact(m: &Machine, buf: &[AtomicU8], bad: usize) -> Result<()> {
     println!(
         "{}",
         line("placement buffer", &m.placement(buf, Settle::Touch)?)

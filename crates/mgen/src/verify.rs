@@ -7,7 +7,7 @@
 //! shows as a stamp that does not match. The pages are spread over every node's threads, so
 //! a placement policy moves them while they are read and written.
 
-use super::{Machine, PAGE, Settle, line, touched};
+use super::{Machine, PAGE, report_intact, touched};
 use anyhow::Result;
 use rondpoint_linux::sys::{RealSys, Sys};
 use rondpoint_model::Tid;
@@ -97,16 +97,7 @@ pub(super) fn run(m: Machine, mib: usize, secs: f64) -> Result<()> {
         "mgen verify pages={} min_passes={min_passes} bad={bad}",
         buf.len() / PAGE
     );
-    println!(
-        "{}",
-        line("placement buffer", &m.placement(buf, Settle::Touch)?)
-    );
-    if bad == 0 {
-        println!("mgen checksum ok");
-    } else {
-        println!("mgen checksum BAD: {bad} pages changed");
-    }
-    Ok(())
+    report_intact(&m, buf, usize::try_from(bad).unwrap_or(usize::MAX))
 }
 
 #[cfg(test)]
