@@ -507,6 +507,37 @@ check_soak() {
     if [ -z "$why" ]; then ok soak "$seen"; else bad soak "$why ($seen)"; fi
 }
 
+# 12c. Debian's stress-ng, whose VM stressors write patterns by every method they have and
+# check them (--vm-method all --verify), under `rondpoint run --policy carrefour` and under
+# `rondpoint daemon --pid` (carrefour), with the kernel's NUMA balancing on: stress-ng exits 0
+# and reports a successful run, no verification failure.
+stress_verdict() { # NAME STATUS LOG
+    [ "$2" = 0 ] || { echo " $1: stress-ng exit status $2 ($(grep -i 'fail' "$3" | head -2 | tr '\n' ' '));"; return; }
+    grep -q 'successful run completed' "$3" || echo " $1: no successful run ($(tail -2 "$3" | tr '\n' ' '));"
+}
+check_stress() {
+    command -v stress-ng >/dev/null || { skip stress "stress-ng is not in the guest"; return; }
+    balancing 1; thp never
+    why=""
+    stress="stress-ng --vm 4 --vm-bytes 16M --vm-method all --verify -t 15s"
+    # shellcheck disable=SC2086 # $stress: words, split on purpose
+    out=$(rondpoint run --policy carrefour --epoch-ms 500 --json -- $stress 2>/tmp/run.err); code=$?
+    why="$why$(stress_verdict run "$code" /tmp/run.err)"
+    placed=$(echo "$out" | grep -o '"pages_done": [0-9]*' | awk '{s += $2} END {print s + 0}')
+    # shellcheck disable=SC2086
+    $stress > /tmp/stress.log 2>&1 &
+    p=$!
+    sleep 1
+    rondpoint daemon --pid "$p" --policy carrefour --epoch-ms 500 --json > /tmp/daemon.json 2>/tmp/run.err &
+    d=$!
+    wait "$p"; code=$?
+    kill "$d" 2>/dev/null; wait "$d" 2>/dev/null
+    why="$why$(stress_verdict daemon "$code" /tmp/stress.log)"
+    dplaced=$(grep -o '"pages_done": [0-9]*' /tmp/daemon.json | awk '{s += $2} END {print s + 0}')
+    seen="run: rondpoint placed $placed pages; daemon: $dplaced pages"
+    if [ -z "$why" ]; then ok stress "$seen"; else bad stress "$why ($seen)"; fi
+}
+
 # 13. `rondpoint calibrate` measures the live MAPI-to-gap curve [Gaud10 §3.1] of this 4-node
 # machine (fast nodes 1 and 2, slow 0 and 3) and writes it: at least 6 points, each gap a
 # number. Its values are not asserted: QEMU/TCG does not model memory timing per node (every
@@ -582,7 +613,7 @@ bench_remote() {
 wanted=$(sed -n 's/.*rondpoint\.checks=\([^ ]*\).*/\1/p' /proc/cmdline)
 verbose=$(sed -n 's/.*rondpoint\.verbose=\([^ ]*\).*/\1/p' /proc/cmdline)
 repeat=$(sed -n 's/.*rondpoint\.repeat=\([0-9]*\).*/\1/p' /proc/cmdline)
-for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefour_own_shared carrefour_own_partitioned daemon_late_threads thp threads exit_early bad_config remote_placement app_moves integrity soak calibrate; do
+for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefour_own_shared carrefour_own_partitioned daemon_late_threads thp threads exit_early bad_config remote_placement app_moves integrity soak stress calibrate; do
     case ",${wanted:-all}," in
         *,"$c",*|*,all,*) ;;
         *) continue ;;

@@ -5,7 +5,8 @@
 # asymmetric distances (nodes 0 and 3 two hops apart), runs known-answer checks of the live
 # backend inside (testbed/checks.sh), and exits non-zero if any check fails, printing the
 # guest's log. Installs what it needs (qemu-system-x86, busybox-static, cpio) when run as
-# root (and numactl, whose migratepages the benchmark compares with); kernel packages are cached in $RONDPOINT_TESTBED_CACHE (default ~/.cache/rondpoint-testbed).
+# root (and numactl, whose migratepages the benchmark compares with, and stress-ng, which the
+# stress check runs); kernel packages are cached in $RONDPOINT_TESTBED_CACHE (default ~/.cache/rondpoint-testbed).
 #
 #   testbed/run.sh              # both kernels, every check
 #   KERNELS=linux-image-6.12-cloud-amd64 CHECKS=threads,thp VERBOSE=1 testbed/run.sh
@@ -36,6 +37,7 @@ command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 command -v cpio >/dev/null || need+=(cpio)
 command -v migratepages >/dev/null || need+=(numactl)
+command -v stress-ng >/dev/null || need+=(stress-ng)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" != 0 ]; then
         say "missing ${need[*]}; run as root or install them"; exit 1
@@ -77,9 +79,10 @@ trap 'rm -rf "$work"' EXIT
 root="$work/root"
 mkdir -p "$root"/{bin,lib,lib64,proc,sys,dev,tmp,etc}
 cp /bin/busybox "$root/bin/busybox"
-cp "$bin/rondpoint" "$bin/rondpoint-mgen" "$(command -v migratepages)" "$root/bin/"
+guest_bins=("$bin/rondpoint" "$bin/rondpoint-mgen" "$(command -v migratepages)" "$(command -v stress-ng)")
+cp "${guest_bins[@]}" "$root/bin/"
 # The binaries are dynamically linked against glibc: copy their libraries in.
-for b in "$bin/rondpoint" "$bin/rondpoint-mgen" "$(command -v migratepages)"; do
+for b in "${guest_bins[@]}"; do
     ldd "$b" | awk '/=> \// {print $3} /^\t\/lib/ {print $1}' | while read -r lib; do
         mkdir -p "$root$(dirname "$lib")"
         cp -L "$lib" "$root$lib"

@@ -346,3 +346,46 @@ fn a_closed_standard_output_ends_quietly_with_the_sigpipe_status() {
         );
     }
 }
+
+#[test]
+fn a_recording_of_a_machine_past_the_limits_is_refused_at_once() {
+    // The fixture's header with a 1,000-node machine (which took 41 s to replay before the
+    // topology limits): refused with the limit, before any epoch is read.
+    let text = std::fs::read_to_string(
+        workspace().join("fixtures/recordings/sim-opteron-8385-facerec-carrefour.jsonl"),
+    )
+    .unwrap();
+    let mut lines = text.lines();
+    let mut header: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let n = 1000;
+    let node = |i: usize| {
+        serde_json::json!({"id": i, "cpus": [i], "mem_total_bytes": 1u64 << 30,
+                           "mem_free_bytes": 1u64 << 30})
+    };
+    let topology = &mut header["topology"];
+    topology["nodes"] = (0..n).map(node).collect();
+    topology["distances"] = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| if i == j { 10 } else { 20 })
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    topology["llcs"] = serde_json::json!([]);
+    topology["interconnect"] = serde_json::Value::Null;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    let mut out = serde_json::to_string(&header).unwrap();
+    for l in lines {
+        out.push('\n');
+        out.push_str(l);
+    }
+    std::fs::write(&path, out).unwrap();
+    let started = Instant::now();
+    rondpoint(&["replay", path.to_str().unwrap()])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("1000 nodes").and(predicate::str::contains("64")));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
