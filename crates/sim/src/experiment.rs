@@ -100,19 +100,14 @@ pub use rondpoint_model::metrics::imbalance_pct;
 /// Longest a run may take in simulated time before it is declared stuck.
 pub const TIME_LIMIT_S: f64 = 3600.0;
 
-/// Runs `policy` on `scenario` on `machine` and computes the metrics.
-/// `progress` is called after each epoch with the simulated time (seconds).
-pub fn run(
+/// Before the machine is built (a scenario with more threads than cores cannot be): the
+/// policy's refusal of these applications (N-MASS: more processes than cores), given one entry
+/// per application; the engine asks again with the machine's own list.
+fn refuse_early(
     machine: &MachineSpec,
     scenario: &Scenario,
     policy: &mut dyn Policy,
-    sim: &SimConfig,
-    engine: &EngineConfig,
-    mut progress: impl FnMut(f64),
-) -> Result<RunResult, ExperimentError> {
-    // Before the machine is built (a scenario with more threads than cores cannot be): the
-    // policy's refusal of these applications (N-MASS: more processes than cores), given one
-    // entry per application; the engine asks again with the machine's own list.
+) -> Result<(), ExperimentError> {
     let planned: Vec<ProcessInfo> = scenario
         .apps
         .iter()
@@ -131,6 +126,20 @@ pub fn run(
             policy: policy.name().to_string(),
             why,
         })?;
+    Ok(())
+}
+
+/// Runs `policy` on `scenario` on `machine` and computes the metrics.
+/// `progress` is called after each epoch with the simulated time (seconds).
+pub fn run(
+    machine: &MachineSpec,
+    scenario: &Scenario,
+    policy: &mut dyn Policy,
+    sim: &SimConfig,
+    engine: &EngineConfig,
+    mut progress: impl FnMut(f64),
+) -> Result<RunResult, ExperimentError> {
+    refuse_early(machine, scenario, policy)?;
     let mut m = SimMachine::new(machine.clone(), scenario, sim.clone())?;
     let mut cfg = engine.clone();
     cfg.time_limit_ns = Some((TIME_LIMIT_S * 1e9) as u64);
