@@ -15,6 +15,9 @@
 //! Malformed content is an error naming the file. Per-process files are decoded lossily: a
 //! command name or a mapped file name is bytes, not necessarily UTF-8.
 
+// Parses bytes from outside (files, the kernel): no indexing that could panic on them.
+#![deny(clippy::indexing_slicing)]
+
 use rondpoint_model::{CpuId, NodeId, Pid, PolicyMode, Tid, cpulist};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -424,11 +427,12 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
     let (mut pi, mut ti) = (0, 0);
     // Where the last `*` was (pattern index after it) and the text index it has swallowed to.
     let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+    while let Some(&tc) = t.get(ti) {
+        let pc = p.get(pi).copied();
+        if pc == Some('?') || pc == Some(tc) {
             pi += 1;
             ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        } else if pc == Some('*') {
             star = Some((pi + 1, ti));
             pi += 1;
         } else if let Some((sp, st)) = star {
@@ -440,7 +444,7 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p.iter().skip(pi).all(|&c| c == '*')
 }
 
 /// Every process reachable from `pid` through `children` (not `pid` itself), sorted.
@@ -567,9 +571,10 @@ fn parse_stat(text: &str) -> Result<TaskStat, String> {
     if rest.len() < 18 {
         return Err(format!("{} fields, expected at least 20", rest.len() + 2));
     }
-    let mut state = rest[0].chars();
+    let field3 = rest.first().copied().unwrap_or("");
+    let mut state = field3.chars();
     let (Some(s), None) = (state.next(), state.next()) else {
-        return Err(format!("field 3 (state): '{}' is not one letter", rest[0]));
+        return Err(format!("field 3 (state): '{field3}' is not one letter"));
     };
     Ok(TaskStat {
         pid: Pid(pid),
@@ -682,13 +687,14 @@ fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
-    while i < b.len() {
+    while let Some(&c) = b.get(i) {
         let octal = b
-            .get(i + 1..i + 4)
+            .get(i + 1..)
+            .and_then(<[u8]>::first_chunk::<3>)
             .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)) && d[0] <= b'3');
-        match (b[i], octal) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+        match (c, octal) {
+            (b'\\', Some(&[a, b1, c1])) => {
+                out.push((a - b'0') * 64 + (b1 - b'0') * 8 + (c1 - b'0'));
                 i += 4;
             }
             (c, _) => {

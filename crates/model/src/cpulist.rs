@@ -3,6 +3,9 @@
 //! Written by hand: the format is a dozen lines and the crates that parse it bring a whole
 //! sysfs or hwloc binding with them.
 
+// Parses bytes from outside (files, the kernel): no indexing that could panic on them.
+#![deny(clippy::indexing_slicing)]
+
 use thiserror::Error;
 
 /// What was wrong with a list.
@@ -66,15 +69,16 @@ pub fn format<I: IntoIterator<Item = u32>>(items: I) -> String {
     let mut v: Vec<u32> = items.into_iter().collect();
     v.sort_unstable();
     v.dedup();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < v.len() {
-        let start = v[i];
-        let mut end = start;
-        while i + 1 < v.len() && v[i + 1] == end + 1 {
-            i += 1;
-            end = v[i];
+    // Runs of consecutive numbers, as (start, end).
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for x in v {
+        match runs.last_mut() {
+            Some((_, end)) if end.checked_add(1) == Some(x) => *end = x,
+            _ => runs.push((x, x)),
         }
+    }
+    let mut out = String::new();
+    for (start, end) in runs {
         if !out.is_empty() {
             out.push(',');
         }
@@ -83,7 +87,6 @@ pub fn format<I: IntoIterator<Item = u32>>(items: I) -> String {
         } else {
             out.push_str(&format!("{start}-{end}"));
         }
-        i += 1;
     }
     out
 }

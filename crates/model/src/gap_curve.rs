@@ -28,6 +28,9 @@
 //! slow_reads_per_s = 1.13e8
 //! ```
 
+// Parses bytes from outside (files, the kernel): no indexing that could panic on them.
+#![deny(clippy::indexing_slicing)]
+
 use crate::ids::NodeId;
 use crate::topology::{NodeClass, Topology};
 use serde::{Deserialize, Serialize};
@@ -198,11 +201,11 @@ impl GapCurve {
             if !p.gap_pct.is_finite() {
                 return bad(format!("point {i}: gap_pct must be a number"));
             }
-            if i > 0 && p.mapi <= self.points[i - 1].mapi {
+            let previous = i.checked_sub(1).and_then(|j| self.points.get(j));
+            if let Some(q) = previous.filter(|q| p.mapi <= q.mapi) {
                 return bad(format!(
                     "point {i}: mapi {} does not increase over the previous point's {}",
-                    p.mapi,
-                    self.points[i - 1].mapi
+                    p.mapi, q.mapi
                 ));
             }
         }
@@ -255,8 +258,11 @@ impl GapCurve {
         if mapi >= last.mapi {
             return last.gap_pct;
         }
+        // first.mapi < mapi < last.mapi: a point on each side.
         let i = pts.partition_point(|p| p.mapi <= mapi);
-        let (a, b) = (&pts[i - 1], &pts[i]);
+        let (Some(a), Some(b)) = (i.checked_sub(1).and_then(|j| pts.get(j)), pts.get(i)) else {
+            return last.gap_pct;
+        };
         a.gap_pct + (b.gap_pct - a.gap_pct) * (mapi - a.mapi) / (b.mapi - a.mapi)
     }
 }

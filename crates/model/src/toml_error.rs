@@ -2,13 +2,16 @@
 //! the offending line, which for a file a user points rondpoint at by mistake (it often runs as
 //! root: `--config /etc/shadow`) would print a line of that file.
 
+// Parses bytes from outside (files, the kernel): no indexing that could panic on them.
+#![deny(clippy::indexing_slicing)]
+
 /// "line L, column C: REASON" for an error in `text` (the reason alone when the parser gives
 /// no place).
 pub fn describe(text: &str, e: &toml::de::Error) -> String {
     let reason = e.message().trim_end();
     match e.span() {
         Some(span) => {
-            let before = &text.as_bytes()[..span.start.min(text.len())];
+            let before = text.as_bytes().get(..span.start).unwrap_or(text.as_bytes());
             let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
             let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
             match key_of_line(text, line) {

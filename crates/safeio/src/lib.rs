@@ -11,6 +11,9 @@
 //! - [`create_staged`]: an output written as it goes (a recording), the same way: under the
 //!   temporary name until [`Staged::commit`] renames it; removed if never committed.
 
+// Parses bytes from outside (files, the kernel): no indexing that could panic on them.
+#![deny(clippy::indexing_slicing)]
+
 use std::fs::OpenOptions;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -343,6 +346,9 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+        assert!(
+            !names.iter().any(|n| n.starts_with(".rondpoint-")),
+            "{names:?}"
+        );
     }
 }

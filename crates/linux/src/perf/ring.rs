@@ -18,6 +18,9 @@
 //! Decoding what a sample says about memory lives in `perf/datasrc.rs`
 //! ([`decode_data_src`], [`decode_ibs_op`]), re-exported here.
 
+// Parses bytes from outside (files, the kernel): no indexing that could panic on them.
+#![deny(clippy::indexing_slicing)]
+
 use thiserror::Error;
 
 pub use super::datasrc::{DataSource, IbsOp, decode_data_src, decode_ibs_op};
@@ -197,10 +200,13 @@ pub fn parse(bytes: &[u8], format: &SampleFormat) -> Result<(Vec<Record>, usize)
     format.check()?;
     let mut records = Vec::new();
     let mut offset = 0;
-    while let Some(header) = bytes.get(offset..offset + HEADER_SIZE) {
-        let kind = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
-        let misc = u16::from_le_bytes([header[4], header[5]]);
-        let size = u16::from_le_bytes([header[6], header[7]]);
+    while let Some(&[k0, k1, k2, k3, m0, m1, s0, s1]) = bytes
+        .get(offset..)
+        .and_then(<[u8]>::first_chunk::<HEADER_SIZE>)
+    {
+        let kind = u32::from_le_bytes([k0, k1, k2, k3]);
+        let misc = u16::from_le_bytes([m0, m1]);
+        let size = u16::from_le_bytes([s0, s1]);
         if usize::from(size) < HEADER_SIZE {
             return Err(RingError::SizeBelowHeader { offset, size });
         }
@@ -341,7 +347,7 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// The next `len` bytes (`None` = a length that overflows, which never fits).
     fn take(&mut self, len: Option<usize>, field: &'static str) -> Result<&'a [u8], RingError> {
-        let have = self.body.len() - self.pos;
+        let have = self.body.len().saturating_sub(self.pos);
         let slice = len
             .and_then(|len| self.pos.checked_add(len))
             .and_then(|end| self.body.get(self.pos..end));
@@ -363,15 +369,26 @@ impl<'a> Reader<'a> {
         self.take(len, field).map(|_| ())
     }
 
+    /// The next `N` bytes as an array.
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], RingError> {
+        let offset = self.offset;
+        let have = self.body.len().saturating_sub(self.pos);
+        self.take(Some(N), field)?
+            .first_chunk::<N>()
+            .copied()
+            .ok_or(RingError::SampleTooShort {
+                offset,
+                field,
+                need: N,
+                have,
+            })
+    }
+
     fn u64(&mut self, field: &'static str) -> Result<u64, RingError> {
-        let b = self.take(Some(8), field)?;
-        Ok(u64::from_le_bytes([
-            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-        ]))
+        self.array(field).map(u64::from_le_bytes)
     }
 
     fn u32(&mut self, field: &'static str) -> Result<u32, RingError> {
-        let b = self.take(Some(4), field)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        self.array(field).map(u32::from_le_bytes)
     }
 }

@@ -1,5 +1,8 @@
 //! A node's `meminfo`, read once at discovery and again every epoch by the live backend.
 
+// Parses bytes from outside (files, the kernel): no indexing that could panic on them.
+#![deny(clippy::indexing_slicing)]
+
 use super::{NODE_DIR, SysfsError, SysfsRoot};
 use rondpoint_model::NodeId;
 use std::collections::BTreeMap;
@@ -33,7 +36,7 @@ impl SysfsRoot {
             }
             let bad =
                 |what: &str| self.malformed(&rel, format!("line {}: {what}: {line:?}", lineno + 1));
-            if words[1] != node.0.to_string() {
+            if words.get(1).copied() != Some(node.0.to_string().as_str()) {
                 return Err(bad(&format!("expected node {}", node.0)));
             }
             let value: u64 = words
