@@ -466,7 +466,7 @@ check_integrity() {
 }
 
 # 12b. Soak: `rondpoint daemon --comm rondpoint-mgen` (carrefour, 200 ms epochs, a state file)
-# while programs start and exit for 60 s, two at a time, one of them with threads that come and
+# while programs start and exit for 45 s, two at a time, one of them with threads that come and
 # go (shared-buffer starts a reader per node). Between the 20th program and the end, the
 # daemon's resident memory grows by at most a quarter plus 4 MiB and its open descriptors by at
 # most 4; a second after the last program ends the state file lists no process; SIGTERM ends
@@ -479,7 +479,7 @@ check_soak() {
     rm -f /tmp/state.json
     rondpoint daemon --comm rondpoint-mgen --policy carrefour --epoch-ms 200 --state-file /tmp/state.json --json > /tmp/soak.json 2>/tmp/run.err &
     d=$!
-    end=$(( $(cut -d. -f1 /proc/uptime) + 60 ))
+    end=$(( $(cut -d. -f1 /proc/uptime) + 45 ))
     n=0; rss0=""; fd0=""
     while [ "$(cut -d. -f1 /proc/uptime)" -lt "$end" ]; do
         rondpoint-mgen touch --mib 2 --secs 0.2 >/dev/null 2>&1 &
@@ -503,7 +503,7 @@ check_soak() {
     [ "$code" = 0 ] || why="$why daemon exit status $code;"
     unexpected=$(echo "$reasons" | tr ';' '\n' | grep -v '^$' | grep -v 'ESRCH\|ENOENT\|EFAULT\|EBUSY')
     [ -z "$unexpected" ] || why="$why failures: $reasons;"
-    seen="$n programs in 60 s, RSS ${rss0} -> ${rss1} kB, descriptors ${fd0} -> ${fd1}, failures counted: ${reasons:-none}"
+    seen="$n programs in 45 s, RSS ${rss0} -> ${rss1} kB, descriptors ${fd0} -> ${fd1}, failures counted: ${reasons:-none}"
     if [ -z "$why" ]; then ok soak "$seen"; else bad soak "$why ($seen)"; fi
 }
 
