@@ -386,17 +386,21 @@ check_app_moves() {
     sync; echo 3 > /proc/sys/vm/drop_caches
     why=""; seen=""
     for memory in true false; do
-        rondpoint-mgen touch --mib 64 --secs 12 > /tmp/app.out &
+        # A file of its own each time: the shell truncates a reused one only once the program
+        # has started, and the wait below could read the previous run's line meanwhile.
+        app="/tmp/app-$memory.out"
+        rm -f "$app"
+        rondpoint-mgen touch --mib 64 --secs 12 > "$app" &
         p=$!
-        n=0; while ! grep -q '^mgen touched' /tmp/app.out 2>/dev/null && [ $n -lt 150 ]; do sleep 0.2; n=$((n + 1)); done
-        b0=$(field "$(grep '^mgen touched' /tmp/app.out)" N0)
+        n=0; while ! grep -q '^mgen touched' "$app" 2>/dev/null && [ $n -lt 150 ]; do sleep 0.2; n=$((n + 1)); done
+        b0=$(field "$(grep '^mgen touched' "$app")" N0)
         rondpoint daemon --pid "$p" --policy static --set static.mapping=F --set "static.with_memory=$memory" --epoch-ms 500 >/dev/null 2>/tmp/run.err &
         d=$!
         sleep 4
         kill "$d" 2>/dev/null; wait "$d" 2>/dev/null
         cpus=$(cat /proc/"$p"/task/*/status 2>/dev/null | sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' | sort -u | tr '\n' ' ')
         wait "$p" 2>/dev/null
-        line=$(grep '^mgen placement' /tmp/app.out); b0=${b0:-0}
+        line=$(grep '^mgen placement' "$app"); b0=${b0:-0}
         # Of the pages first touch put on node 0: the share still there.
         n0=$(( $(field "$line" N0) * 100 / (b0 + 1) ))
         [ "$cpus" = "1 " ] || why="$why with_memory=$memory: threads on CPUs '$cpus';"
