@@ -53,6 +53,16 @@ impl<S: Sys> LinuxMachine<S> {
             .collect()
     }
 
+    /// Forgets the CPU time of threads that are gone: a daemon over short-lived threads would
+    /// otherwise keep an entry for every thread it ever saw.
+    fn forget_gone_threads(&mut self, threads_of: &[(Pid, Vec<ThreadSnapshot>)]) {
+        let alive: std::collections::HashSet<(Pid, Tid)> = threads_of
+            .iter()
+            .flat_map(|(pid, list)| list.iter().map(move |t| (*pid, t.tid)))
+            .collect();
+        self.cpu_ticks.retain(|key, _| alive.contains(key));
+    }
+
     /// The epoch's counters, estimated: DRAM traffic from its samples, cycles from each
     /// thread's CPU time since the last epoch.
     pub(super) fn counters(
@@ -85,6 +95,7 @@ impl<S: Sys> LinuxMachine<S> {
             e.1 += 1;
         }
         let (hw, counted) = self.read_counters();
+        self.forget_gone_threads(threads_of);
         let mut threads = Vec::new();
         let ticks_ns = 1e9 / 100.0; // USER_HZ is 100 on Linux
         for (pid, list) in threads_of {

@@ -27,6 +27,8 @@ impl<S: Sys> LinuxMachine<S> {
     /// Which mappings are THP-backed: the full smaps only when the rollup shows any (each
     /// read makes the kernel walk the page tables, and this runs every epoch).
     pub(super) fn refresh_thp(&mut self) {
+        let managed = &self.managed;
+        self.thp.retain(|pid, _| managed.contains(pid));
         for &pid in &self.managed {
             match self.proc.thp_bytes(pid) {
                 Ok(Some(b)) if b > 0 => {

@@ -625,6 +625,9 @@ fn a_thread_that_appears_later_gets_its_own_event_and_loses_it_when_gone() {
         .filter(|c| matches!(c, Call::PerfClose { .. }))
         .collect();
     assert_eq!(closes, [&Call::PerfClose { fd: PerfFd(117) }]);
+    // Nor is anything else kept of it (a daemon over short-lived threads would grow forever).
+    assert!(m.cpu_ticks.contains_key(&(MEMHOG, Tid(4243))));
+    assert!(!m.cpu_ticks.contains_key(&(MEMHOG, Tid(4244))));
 }
 
 #[test]
