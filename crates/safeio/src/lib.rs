@@ -184,11 +184,11 @@ pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), SafeIoError> {
 
 /// An output written as it goes under a unique temporary name (`.rondpoint-*.tmp`, created
 /// with O_EXCL) in its destination's directory; [`Staged::commit`] syncs it and renames it over
-/// the destination. Dropped without a commit (an error on the way), it is removed: the
-/// destination is never left half-written.
+/// the destination. Writes are buffered. Dropped without a commit (an error on the way), it is
+/// removed: the destination is never left half-written.
 #[derive(Debug)]
 pub struct Staged {
-    tmp: tempfile::NamedTempFile,
+    tmp: io::BufWriter<tempfile::NamedTempFile>,
     dest: PathBuf,
 }
 
@@ -206,22 +206,23 @@ pub fn create_staged(path: &Path) -> Result<Staged, SafeIoError> {
         .tempfile_in(dir)
         .map_err(io_err(path))?;
     Ok(Staged {
-        tmp,
+        tmp: io::BufWriter::new(tmp),
         dest: path.to_path_buf(),
     })
 }
 
 impl Staged {
     /// Syncs what was written and renames it over the destination.
-    pub fn commit(mut self) -> Result<(), SafeIoError> {
+    pub fn commit(self) -> Result<(), SafeIoError> {
         let dest = self.dest;
-        self.tmp.flush().map_err(io_err(&dest))?;
-        self.tmp.as_file().sync_all().map_err(io_err(&dest))?;
+        let tmp = self
+            .tmp
+            .into_inner()
+            .map_err(|e| io_err(&dest)(e.into_error()))?;
+        tmp.as_file().sync_all().map_err(io_err(&dest))?;
         // Checked again just before the rename, which replaces a name, never what it points to.
         check_destination(&dest)?;
-        self.tmp
-            .persist(&dest)
-            .map_err(|e| io_err(&dest)(e.error))?;
+        tmp.persist(&dest).map_err(|e| io_err(&dest)(e.error))?;
         Ok(())
     }
 }

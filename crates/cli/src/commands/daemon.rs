@@ -164,21 +164,21 @@ fn check_selection(args: &DaemonArgs) -> Result<()> {
     if args.pids.is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
         bad_input!("say which processes to manage: --pid, --comm or --cgroup");
     }
+    let proc = ProcRoot::new("/proc");
     for &pid in &args.pids {
         if pid <= 0 {
             bad_input!("--pid {pid}: a process id is a positive number");
         }
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        let Some(stat) = proc.stat(Pid(pid)).ok().flatten() else {
             bad_input!("no process to manage: {pid} not running");
-        }
+        };
         if pid == 1 && !args.all_processes {
             bad_input!(
                 "--pid 1 selects init and every process it started, that is the whole \
                  machine; add --all-processes if that is what you want"
             );
         }
-        let stat = ProcRoot::new("/proc").stat(Pid(pid)).ok().flatten();
-        if let Some(stat) = stat.filter(|s| s.is_kernel_thread()) {
+        if stat.is_kernel_thread() {
             bad_input!(
                 "process {pid} ({}) is a kernel thread: it has no memory of its own to place",
                 stat.comm

@@ -12,7 +12,7 @@ use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -64,7 +64,7 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     );
     let capabilities = machine.capabilities();
     let mut recorder = Recorder::new(
-        BufWriter::new(file),
+        file,
         &source,
         &Header {
             topology: machine.topology(),
@@ -100,10 +100,6 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     recorder
         .finish()
         .map_err(anyhow::Error::from)
-        .and_then(|w| {
-            w.into_inner()
-                .map_err(|e| anyhow::Error::new(e.into_error()))
-        })
         .and_then(|staged| staged.commit().map_err(anyhow::Error::from))
         .with_context(|| format!("writing {}", args.output.display()))?;
     eprintln!(

@@ -6,7 +6,6 @@ use rondpoint_engine::EpochReport;
 use rondpoint_engine::record::{Header, Recorder};
 use rondpoint_model::{Capabilities, ProcessInfo, Topology};
 use rondpoint_safeio::Staged;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 /// A recording of a live run (`--record`). The file is staged (written under a temporary name
@@ -28,7 +27,7 @@ pub struct LiveRecording {
 enum LiveState {
     /// Created, the header not yet written.
     Created(Staged),
-    Recording(Recorder<BufWriter<Staged>>),
+    Recording(Recorder<Staged>),
     /// Stopped by a write error.
     Failed(String),
 }
@@ -55,11 +54,11 @@ impl LiveRecording {
 
     /// The recorder, its header written (listing `processes`) if it was not yet; `None` once
     /// the recording has failed.
-    fn recorder(&mut self, processes: &[ProcessInfo]) -> Option<&mut Recorder<BufWriter<Staged>>> {
+    fn recorder(&mut self, processes: &[ProcessInfo]) -> Option<&mut Recorder<Staged>> {
         let state = std::mem::replace(&mut self.state, LiveState::Failed(String::new()));
         self.state = match state {
             LiveState::Created(file) => match Recorder::new(
-                BufWriter::new(file),
+                file,
                 &self.source,
                 &Header {
                     topology: &self.topology,
@@ -108,11 +107,7 @@ impl LiveRecording {
         self.recorder(&[]);
         let error = match self.state {
             LiveState::Recording(recorder) => match recorder.finish() {
-                Ok(writer) => writer
-                    .into_inner()
-                    .map_err(|e| e.error().to_string())
-                    .and_then(|staged| staged.commit().map_err(|e| e.to_string()))
-                    .err(),
+                Ok(staged) => staged.commit().err().map(|e| e.to_string()),
                 Err(e) => Some(e.to_string()),
             },
             LiveState::Failed(e) => Some(e),
