@@ -1,5 +1,7 @@
 //! The `rondpoint` binary: argument parsing, dispatch, and error reporting.
 
+#![forbid(unsafe_code)]
+
 #[macro_use]
 mod output;
 #[macro_use]
@@ -9,6 +11,7 @@ mod commands;
 mod format;
 mod live;
 mod options;
+mod policies;
 mod signals;
 
 use clap::{Parser, Subcommand};

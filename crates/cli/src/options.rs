@@ -2,14 +2,14 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use rondpoint_policy::{PolicyConfig, Registry};
+use rondpoint_policy_api::PolicyConfig;
 use rondpoint_safeio::{InputKind, read_text};
 use std::path::PathBuf;
 
 /// `--config` and `--set`: the parameters of every policy a command builds.
 #[derive(Debug, Args)]
 pub struct PolicyOptions {
-    /// Policy parameters: a TOML file with one table per policy ([carrefour], [autonuma], ...);
+    /// Policy parameters: a TOML file with one table per policy (`[carrefour]`, `[autonuma]`, ...);
     /// `rondpoint list policies --params` prints every parameter with its default, and
     /// docs/policies.md explains them.
     #[arg(long, value_name = "FILE")]
@@ -25,7 +25,7 @@ pub struct PolicyOptions {
 impl PolicyOptions {
     /// The configuration file with the `--set` values on top, checked against the policies.
     pub fn config(&self) -> Result<PolicyConfig> {
-        let registry = Registry::builtin();
+        let registry = crate::policies::registry();
         let mut config = match &self.config {
             Some(path) => {
                 let text = read_text(path, InputKind::PolicyConfig)
@@ -38,6 +38,11 @@ impl PolicyOptions {
         for arg in &self.set {
             registry.set_arg(&mut config, arg)?;
         }
+        // Policies do no I/O: the files their parameters name are read here.
+        registry.resolve_files(&mut config, |policy, key, path| {
+            read_text(path, InputKind::PolicyFile)
+                .with_context(|| format!("[{policy}] configuration: {key}"))
+        })?;
         registry
             .check(&config)
             .with_context(|| match &self.config {

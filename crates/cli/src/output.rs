@@ -1,7 +1,7 @@
 //! Standard output that ends quietly when its reader goes away.
 //!
 //! `rondpoint replay FILE | head` closes the pipe after a few lines; `println!` would then
-//! panic. Everything rondpoint prints for its user goes through [`write`] (by the `out!` and
+//! panic. Everything rondpoint prints for its user goes through [`write()`] (by the `out!` and
 //! `outln!` macros), which turns a closed pipe into [`Closed`]; `main` exits on it without a
 //! message, with the status a shell gives a program that SIGPIPE ended (128 + 13), as `cat`
 //! and `grep` would. Rust ignores SIGPIPE in its runtime, and restoring the default would take
@@ -35,14 +35,14 @@ pub fn write(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
     }
 }
 
-/// `print!` through [`write`]: returns early from the enclosing function on an error.
+/// `print!` through [`write()`]: returns early from the enclosing function on an error.
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::output::write(format_args!($($arg)*))?
     };
 }
 
-/// `println!` through [`write`]: returns early from the enclosing function on an error.
+/// `println!` through [`write()`]: returns early from the enclosing function on an error.
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::output::write(format_args!("{}\n", format_args!($($arg)*)))?

@@ -67,7 +67,7 @@ fn is_input(e: &(dyn std::error::Error + 'static)) -> bool {
     }
     e.is::<BadInput>()
         || e.is::<rondpoint_safeio::SafeIoError>()
-        || e.is::<rondpoint_policy::PolicyError>()
+        || e.is::<rondpoint_policy_api::PolicyError>()
         || e.is::<rondpoint_sim::presets::PresetError>()
         || e.is::<rondpoint_sim::spec::SpecError>()
         || e.is::<rondpoint_sim::SimError>()

@@ -201,8 +201,8 @@ fn rate_limits_cap_what_a_policy_moves() {
     assert!(t_capped > t_free);
 }
 
-/// `rondpoint sim` on [Majo11]'s WL9: each program's slowdown over its solo run and the
-/// average, in the table and in the JSON; `default` averaged over its six splits.
+/// `rondpoint sim` on \[Majo11\]'s WL9: each program's slowdown over its solo run and the
+/// average, in the table and in the JSON; `cfs-average` averaged over its six splits.
 #[test]
 fn multiprogrammed_workloads_report_slowdowns() {
     let wl9 = "examples/scenarios/nmass/wl9.toml";
@@ -214,7 +214,7 @@ fn multiprogrammed_workloads_report_slowdowns() {
         "-w",
         wl9,
         "-p",
-        "default,maximum-local,n-mass",
+        "cfs-average,maximum-local,n-mass",
     ];
     let table = stdout(&args);
     assert!(

@@ -8,18 +8,20 @@
 //! ([`Machine::drain_samples`], [`Policy::ingest`]), so that the decision at the epoch's end
 //! need not count them all.
 
+#![forbid(unsafe_code)]
+
 mod clock;
-mod limits;
+mod rate;
 pub mod record;
 
 pub use clock::{Clock, VirtualClock, WallClock};
-pub use limits::RateLimits;
+pub use rate::RateLimits;
 
 use rondpoint_model::{
     Action, Capabilities, Observation, Outcome, OutcomeStatus, ProcessInfo, Sample,
     SamplingRequest, Topology, Unmet,
 };
-use rondpoint_policy::Policy;
+use rondpoint_policy_api::Policy;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -234,7 +236,7 @@ impl Accounting {
         if outcome.status == OutcomeStatus::Failed && outcome.failures.is_empty() {
             let reason = outcome.note.clone().unwrap_or_else(|| "failed".into());
             *t.pages_failed_by_reason.entry(reason).or_default() +=
-                limits::pages_of(action).max(outcome.pages_requested);
+                rate::pages_of(action).max(outcome.pages_requested);
         }
     }
 
@@ -256,7 +258,7 @@ pub struct EpochReport<'a> {
 
 /// Runs `policy` on `machine` until every program finishes, the time limit passes or a stop
 /// signal ends it. The policy's needs are checked against the machine's capabilities first,
-/// and the processes against what the policy can manage ([`Policy::check`]): either refusal
+/// and the processes against what the policy can manage ([`Policy::accepts`]): either refusal
 /// is an error before anything is touched. `on_epoch` is called after each
 /// epoch (progress, logs, recording).
 pub fn run<M: Machine + ?Sized, C: Clock>(
@@ -326,7 +328,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         }
         let mut actions = admitted;
         for a in refused {
-            let o = Outcome::skipped(actions.len(), limits::pages_of(&a), "rate limit");
+            let o = Outcome::skipped(actions.len(), rate::pages_of(&a), "rate limit");
             acct.record(&a, &o);
             actions.push(a);
             outcomes.push(o);
@@ -366,7 +368,7 @@ fn admit<M: Machine + ?Sized>(
         .accepts(machine.topology(), &machine.processes())
         .map_err(|why| EngineError::Refused {
             policy: policy.name().to_string(),
-            why,
+            why: why.to_string(),
         })?;
     Ok(acct)
 }
@@ -376,7 +378,7 @@ fn dry_run_outcomes(actions: &[Action], why: &str) -> Vec<Outcome> {
     actions
         .iter()
         .enumerate()
-        .map(|(i, a)| Outcome::skipped(i, limits::pages_of(a), why))
+        .map(|(i, a)| Outcome::skipped(i, rate::pages_of(a), why))
         .collect()
 }
 

@@ -2,7 +2,8 @@
 
 use super::*;
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{NodeId, PageRange, PageSize, Pid};
+use rondpoint_model::{Capability, Need, NodeId, PageRange, PageSize, Pid};
+use rondpoint_policy_api::Refusal;
 use std::convert::Infallible;
 
 /// Runs for `epochs` observations, records every action applied.
@@ -67,8 +68,8 @@ impl Machine for Fake {
             .map(|(i, a)| Outcome {
                 action: i,
                 status: OutcomeStatus::Applied,
-                pages_requested: limits::pages_of(a),
-                pages_done: limits::pages_of(a),
+                pages_requested: rate::pages_of(a),
+                pages_done: rate::pages_of(a),
                 bytes_copied: 0,
                 failures: vec![],
                 note: None,
@@ -188,7 +189,7 @@ fn dry_run_applies_nothing_and_reports_everything() {
     let mut m = Fake::new(1);
     let acct = run(
         &mut m,
-        &mut rondpoint_policy::baseline::Interleave,
+        &mut SetsMemPolicy,
         &mut VirtualClock::default(),
         &dry(),
         |_| {},
@@ -285,7 +286,7 @@ fn the_policy_is_told_every_outcome_including_refusals_and_dry_runs() {
 #[test]
 fn start_actions_are_applied_before_the_first_epoch() {
     let mut m = Fake::new(1);
-    let mut p = rondpoint_policy::baseline::Interleave;
+    let mut p = SetsMemPolicy;
     run(
         &mut m,
         &mut p,
@@ -572,7 +573,7 @@ impl Policy for Counting {
 
 #[test]
 fn a_policy_whose_needs_are_unmet_is_refused_before_anything_starts() {
-    use rondpoint_model::{Capability, Support};
+    use rondpoint_model::Support;
     let mut m = Fake::with_capabilities(Capabilities::none().with(
         Capability::ThreadCounters,
         Support::Missing("perf_event_open: ENOENT for PERF_TYPE_HARDWARE".into()),
@@ -605,12 +606,12 @@ impl Policy for Refusing {
     fn needs(&self) -> Vec<rondpoint_model::Need> {
         Vec::new()
     }
-    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
-        Err(format!(
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
+        Err(Refusal::new(format!(
             "{} processes on {} cores",
             processes.len(),
             topology.cpu_count()
-        ))
+        )))
     }
     fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
         Vec::new()
@@ -637,12 +638,12 @@ fn a_policy_that_cannot_manage_the_processes_is_refused_before_anything_starts()
 
 #[test]
 fn what_a_policy_runs_without_exactly_is_in_the_accounting() {
-    use rondpoint_model::{Capability, Support};
+    use rondpoint_model::Support;
     let mut m = Fake::with_capabilities(Capabilities::all().with(
         Capability::FaultSamples,
         Support::Estimated("the kernel's own scan".into()),
     ));
-    let mut p = rondpoint_policy::autonuma::AutoNuma::new(Default::default());
+    let mut p = WantsFaultSamples;
     let acct = run(
         &mut m,
         &mut p,
@@ -705,13 +706,13 @@ impl Policy for Picky {
     fn needs(&self) -> Vec<rondpoint_model::Need> {
         Vec::new()
     }
-    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
         if topology.len() > self.max_nodes {
-            return Err(format!(
+            return Err(Refusal::new(format!(
                 "{} nodes for {} processes",
                 topology.len(),
                 processes.len()
-            ));
+            )));
         }
         Ok(())
     }
@@ -749,4 +750,53 @@ fn a_policy_that_refuses_the_machine_stops_the_run_before_anything_starts() {
     assert!(!m.started && m.applied.is_empty() && m.observed_until.is_empty());
     let acct = run_picky(2, &mut Fake::new(2)).unwrap();
     assert_eq!(acct.notes, vec!["saw 2 epochs".to_string()]);
+}
+
+/// Sets every process's memory policy before it starts, and decides nothing after.
+struct SetsMemPolicy;
+
+impl Policy for SetsMemPolicy {
+    fn name(&self) -> &str {
+        "sets-mempolicy"
+    }
+
+    fn needs(&self) -> Vec<Need> {
+        vec![Need::one(Capability::MemPolicies, "to set memory policies")]
+    }
+
+    fn start(&mut self, _: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
+        processes
+            .iter()
+            .map(|p| Action::SetMemPolicy {
+                pid: p.pid,
+                policy: rondpoint_model::MemPolicy::Interleave {
+                    nodes: vec![NodeId(0)],
+                },
+            })
+            .collect()
+    }
+
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        Vec::new()
+    }
+}
+
+/// Wants page-fault samples, and makes do with estimated ones.
+struct WantsFaultSamples;
+
+impl Policy for WantsFaultSamples {
+    fn name(&self) -> &str {
+        "wants-fault-samples"
+    }
+
+    fn needs(&self) -> Vec<Need> {
+        vec![Need::one(
+            Capability::FaultSamples,
+            "to count hinting faults",
+        )]
+    }
+
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        Vec::new()
+    }
 }

@@ -7,8 +7,10 @@
 //! and simulated for a few epochs, a policy configuration builds every policy, a recording is
 //! replayed through a policy.
 
+#![forbid(unsafe_code)]
+
 use rondpoint_engine::{EngineConfig, VirtualClock, record};
-use rondpoint_policy::{PolicyConfig, Registry};
+use rondpoint_policy_api::PolicyConfig;
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
 
@@ -104,7 +106,7 @@ pub fn policy_config(data: &[u8]) -> bool {
     let Ok(config) = PolicyConfig::from_toml(text) else {
         return false;
     };
-    let registry = Registry::builtin();
+    let registry = rondpoint_policy::registry();
     if registry.check(&config).is_err() {
         return false;
     }

@@ -26,7 +26,7 @@ pub struct LaunchPolicy {
 /// in the same proportions as the kernel's are done as asked; other weights run with the
 /// kernel's and are reported substituted. Without weighted interleave, the weighted nodes are
 /// interleaved evenly, which is what was asked when the weights are equal.
-pub fn launch_policy(
+pub(crate) fn launch_policy(
     policy: &MemPolicy,
     kernel_weights: Option<&BTreeMap<u16, u8>>,
 ) -> Option<LaunchPolicy> {

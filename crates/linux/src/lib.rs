@@ -9,6 +9,9 @@
 //!   addresses are THP-backed.
 //! - [`machine`]: `LinuxMachine`, the engine's live backend.
 
+// Unsafe code is allowed in one module only, `sys::real` (each block with a `// SAFETY:`).
+#![deny(unsafe_code)]
+
 pub mod actuate;
 pub mod calibrate;
 pub mod capabilities;

@@ -28,7 +28,11 @@ pub struct Extent {
 
 /// The mappings of numa_maps with pages on `node` (hugetlbfs mappings left out: their pages
 /// do not migrate this way), with their ends from `/proc/PID/maps` (`ranges`, start to end).
-pub fn extents_on(mappings: &[NumaMapping], ranges: &[(u64, u64)], node: NodeId) -> Vec<Extent> {
+pub(crate) fn extents_on(
+    mappings: &[NumaMapping],
+    ranges: &[(u64, u64)],
+    node: NodeId,
+) -> Vec<Extent> {
     mappings
         .iter()
         .filter(|m| !m.huge)
@@ -107,7 +111,7 @@ fn find(
 /// targets that have room (a target without room for a page is passed over; when none has,
 /// the rest is reported `no room on the target nodes`), and reports what was done. Pages the
 /// process does not have on the node are reported `not on the node`.
-pub fn move_off(sys: &mut dyn Sys, index: usize, mut plan: NodePagesPlan<'_>) -> Outcome {
+pub(crate) fn move_off(sys: &mut dyn Sys, index: usize, mut plan: NodePagesPlan<'_>) -> Outcome {
     if plan.to.is_empty() || plan.to.contains(&plan.from) {
         return Outcome::failed(index, "the targets must be other nodes than the source");
     }

@@ -18,6 +18,7 @@
 // Parses bytes from outside (files, the kernel): no indexing that could panic on them.
 #![deny(clippy::indexing_slicing)]
 
+use rondpoint_model::bounds::Invalid;
 use rondpoint_model::{CpuId, NodeId, Pid, PolicyMode, Tid, cpulist};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -551,12 +552,12 @@ fn read_stat(path: &Path) -> Result<Option<TaskStat>, ProcError> {
     };
     parse_stat(&text)
         .map(Some)
-        .map_err(|what| malformed(path, what))
+        .map_err(|what| malformed(path, what.0))
 }
 
 /// Parses a stat line. The comm (field 2) is in parentheses and may itself contain spaces and
 /// parentheses, so it runs from the first `(` to the *last* `)` (man 5 proc_pid_stat).
-fn parse_stat(text: &str) -> Result<TaskStat, String> {
+fn parse_stat(text: &str) -> Result<TaskStat, Invalid> {
     let (open, close) = match (text.find('('), text.rfind(')')) {
         (Some(open), Some(close)) if open < close => (open, close),
         _ => return Err("no '(comm)' field".into()),
@@ -564,17 +565,22 @@ fn parse_stat(text: &str) -> Result<TaskStat, String> {
     let pid = text[..open].trim();
     let pid: i32 = pid
         .parse()
-        .map_err(|_| format!("field 1 (pid): '{pid}' is not a number"))?;
+        .map_err(|_| Invalid(format!("field 1 (pid): '{pid}' is not a number")))?;
     let comm = text[open + 1..close].to_string();
     // rest[i] is field i + 3.
     let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
     if rest.len() < 18 {
-        return Err(format!("{} fields, expected at least 20", rest.len() + 2));
+        return Err(Invalid(format!(
+            "{} fields, expected at least 20",
+            rest.len() + 2
+        )));
     }
     let field3 = rest.first().copied().unwrap_or("");
     let mut state = field3.chars();
     let (Some(s), None) = (state.next(), state.next()) else {
-        return Err(format!("field 3 (state): '{field3}' is not one letter"));
+        return Err(Invalid(format!(
+            "field 3 (state): '{field3}' is not one letter"
+        )));
     };
     Ok(TaskStat {
         pid: Pid(pid),
@@ -594,10 +600,10 @@ fn parse_stat(text: &str) -> Result<TaskStat, String> {
 }
 
 /// Field `n` (1-based, as in man proc) of a stat line, from the fields after the comm.
-fn stat_field<T: FromStr>(rest: &[&str], n: usize, name: &str) -> Result<T, String> {
+fn stat_field<T: FromStr>(rest: &[&str], n: usize, name: &str) -> Result<T, Invalid> {
     let s = rest.get(n - 3).copied().unwrap_or("");
     s.parse()
-        .map_err(|_| format!("field {n} ({name}): '{s}' is not a number"))
+        .map_err(|_| Invalid(format!("field {n} ({name}): '{s}' is not a number")))
 }
 
 /// Policy names that contain a space (`mpol_to_str`'s `policy_modes`), so a line cannot simply
@@ -629,11 +635,11 @@ fn parse_policy(text: &str) -> Option<(PolicyMode, Vec<NodeId>, bool)> {
     Some((mode, nodes, flags.split('|').any(|f| f == "balancing")))
 }
 
-fn parse_numa_line(line: &str) -> Result<NumaMapping, String> {
+fn parse_numa_line(line: &str) -> Result<NumaMapping, Invalid> {
     let line = line.trim();
     let (addr, rest) = line.split_once(' ').unwrap_or((line, ""));
-    let start =
-        u64::from_str_radix(addr, 16).map_err(|_| format!("'{addr}' is not a hex address"))?;
+    let start = u64::from_str_radix(addr, 16)
+        .map_err(|_| Invalid(format!("'{addr}' is not a hex address")))?;
     let rest = rest.trim_start();
     // The policy is one word, or a spaced name followed by its flags and nodes (`:0-3`).
     let skip = SPACED_POLICIES
@@ -658,7 +664,7 @@ fn parse_numa_line(line: &str) -> Result<NumaMapping, String> {
         let number = || {
             value
                 .parse::<u64>()
-                .map_err(|_| format!("{key}: '{value}' is not a number"))
+                .map_err(|_| Invalid(format!("{key}: '{value}' is not a number")))
         };
         match key {
             "file" => m.file = Some(unescape(value)),
@@ -671,7 +677,7 @@ fn parse_numa_line(line: &str) -> Result<NumaMapping, String> {
                 if let Some(node) = key.strip_prefix('N') {
                     let node: u16 = node
                         .parse()
-                        .map_err(|_| format!("'{key}' is not a node (N<number>)"))?;
+                        .map_err(|_| Invalid(format!("'{key}' is not a node (N<number>)")))?;
                     m.pages_by_node.push((NodeId(node), number()?));
                 }
                 // dirty=, mapped=, mapmax=, swapcache=, active=, writeback=: not needed.

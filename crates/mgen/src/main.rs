@@ -13,6 +13,8 @@
 //! The testbed's checks read these lines. CPUs are assumed numbered so that CPU i is on node i
 //! (the testbed boots one CPU per node); `--cpus-per-node` says otherwise.
 
+#![forbid(unsafe_code)]
+
 mod verify;
 
 use anyhow::{Context, Result, bail};

@@ -5,14 +5,16 @@
 //! every consumer needs (hop classes, links and routes inferred from distances, fast/slow node
 //! classes), so that the simulator and the live backend classify a machine the same way.
 
+#![forbid(unsafe_code)]
+
 pub mod action;
+pub mod bounds;
 pub mod capability;
 pub mod counters;
 pub mod cpulist;
 pub mod draw;
 pub mod gap_curve;
 pub mod ids;
-pub mod limits;
 pub mod metrics;
 pub mod observation;
 pub mod overflow;

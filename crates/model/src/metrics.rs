@@ -1,4 +1,4 @@
-//! Traffic metrics computed from an [`Observation`], named as in the papers ([Dashti13]
+//! Traffic metrics computed from an [`Observation`], named as in the papers (\[Dashti13\]
 //! Table 2): what reports show and policies decide on. Per-application metrics a policy derives
 //! from its own sample counts stay with the policy.
 

@@ -61,12 +61,6 @@ impl TopologyBuilder {
         self
     }
 
-    /// Memory per node in bytes.
-    pub fn mem_per_node(mut self, bytes: u64) -> Self {
-        self.mem_per_node = bytes;
-        self
-    }
-
     /// Share of each node's memory that is free (0 to 1).
     pub fn free_fraction(mut self, f: f64) -> Self {
         self.free_fraction = f.clamp(0.0, 1.0);
@@ -149,7 +143,7 @@ impl TopologyBuilder {
     }
 }
 
-/// SLIT of the Dell R905 of [Gaud10] (Figure 1: no link between processors 0
+/// SLIT of the Dell R905 of \[Gaud10\] (Figure 1: no link between processors 0
 /// and 3), with AMD's hop-based distances: 10 local, 16 one hop, 22 two hops.
 pub fn r905_distances() -> Vec<Vec<u32>> {
     vec![

@@ -16,8 +16,8 @@ use rondpoint_model::{
     AccessKind, Counters, CpuId, NodeCounters, NodeId, NodeMemory, Observation, PageSize, Pid,
     ProcessInfo, Sample, SampleSource, ThreadCounters, ThreadInfo, Tid,
 };
-use rondpoint_policy::Policy;
 use rondpoint_policy::carrefour::{Carrefour, CarrefourConfig};
+use rondpoint_policy_api::Policy;
 use std::error::Error;
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
 //! Linux automatic NUMA balancing (`kernel.numa_balancing=1`, "AutoNUMA"), the Linux baseline
-//! of [Dashti13] (sections 4-5) and [Choe21] (sections 2.3, 5).
+//! of \[Dashti13\] (sections 4-5) and \[Choe21\] (sections 2.3, 5).
 //! It sees only NUMA hinting faults ([`SampleSource::HintingFault`]): every scan period the
 //! backend revokes access to the next `scan_size_mb` of each process, and the next touch of a
 //! revoked page reports which node touched it. Each epoch, after kernel/sched/fair.c:
@@ -32,10 +32,12 @@
 //! comparisons), no retry timers.
 
 use crate::Policy;
+use rondpoint_model::bounds::MAX_CPUS;
 use rondpoint_model::{
     Action, Capability, CpuId, HintingScan, Need, NodeId, Observation, PageRange, PageSize, Pid,
     ProcessInfo, SampleSource, SamplingRequest, ThreadInfo, Tid, Topology,
 };
+use rondpoint_policy_api::bounds::{Bounds, FRACTION, ParamBounds, TRACKED_PAGES};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -143,7 +145,8 @@ impl AutoNuma {
     }
 
     /// The current hinting-scan period (ms).
-    pub fn scan_period_ms(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn scan_period_ms(&self) -> u64 {
         self.period_ms
     }
 
@@ -385,6 +388,22 @@ impl Policy for AutoNuma {
         }
     }
 }
+
+/// The range of each parameter ([`AutoNumaConfig`]).
+pub const BOUNDS: &[ParamBounds] = &[
+    ("scan_size_mb", Bounds::new(1.0, 1_048_576.0, "MiB")),
+    // Under 10 ms a scan would start many times an epoch (and did loop forever at 0).
+    ("scan_period_min_ms", Bounds::new(10.0, 3_600_000.0, "ms")),
+    ("scan_period_max_ms", Bounds::new(10.0, 3_600_000.0, "ms")),
+    ("local_fault_ratio_to_slow_down", FRACTION),
+    ("fault_decay", FRACTION),
+    ("preferred_node_min_share", FRACTION),
+    (
+        "max_task_moves_per_epoch",
+        Bounds::new(0.0, MAX_CPUS as f64, "moves"),
+    ),
+    ("max_tracked_pages", TRACKED_PAGES),
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,26 +1,8 @@
-//! The Linux baselines that need no run-time decisions.
+//! The Linux baselines that need no run-time decisions (first-touch, which does nothing, is
+//! `rondpoint_policy_api::FirstTouch`).
 
 use crate::Policy;
 use rondpoint_model::{Action, Capability, MemPolicy, Need, Observation, ProcessInfo, Topology};
-
-/// Linux's default: pages go to the node of the CPU that first touches them, falling back by
-/// distance when that node is full. Takes no action.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FirstTouch;
-
-impl Policy for FirstTouch {
-    fn name(&self) -> &str {
-        "first-touch"
-    }
-
-    fn needs(&self) -> Vec<Need> {
-        Vec::new()
-    }
-
-    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
-        Vec::new()
-    }
-}
 
 /// The whole application interleaved over every node with memory, as
 /// `numactl --interleave=all` does: one set_mempolicy before the program starts.
@@ -67,6 +49,7 @@ mod tests {
     use super::*;
     use rondpoint_model::synthetic::TopologyBuilder;
     use rondpoint_model::{NodeId, Pid};
+    use rondpoint_policy_api::FirstTouch;
 
     fn proc(pid: i32) -> ProcessInfo {
         ProcessInfo {

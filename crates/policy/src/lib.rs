@@ -1,229 +1,42 @@
-//! Placement policies. A policy is pure: it sees the [`Topology`] and each epoch's
-//! [`Observation`] and returns [`Action`]s; it never calls the kernel and never looks inside
-//! the simulator. State kept across epochs lives in the policy value.
+//! rondpoint's placement policies, and the registry of them: [`BUILTIN`] is the one table
+//! that `--policy`, `--policy all`, `rondpoint list policies`, `--config` tables and `--set`
+//! read (the binary hands it to [`Registry::new`] through [`registry`]). Each policy is a
+//! module here implementing [`rondpoint_policy_api::Policy`]; its parameters are a TOML
+//! table (`[carrefour]`, `[autonuma]`, ...), each named, defaulted to the paper's value and
+//! documented with its source on the policy's config struct, with its range beside it.
 //!
-//! Every policy is a row of [`registry::POLICIES`]; its parameters are a TOML table
-//! (`[carrefour]`, `[autonuma]`, ... in a `--config` file, or `--set carrefour.KEY=VALUE`),
-//! each parameter named, defaulted to the paper's value and documented with its source on the
-//! policy's config struct.
+//! Adding a policy is one module and one row of [`BUILTIN`] (docs/architecture.md, "Adding a
+//! policy"); the tests below check every row.
+
+#![forbid(unsafe_code)]
 
 pub mod autonuma;
 pub mod baseline;
-pub mod bounds;
 pub mod carrefour;
 pub mod metrics;
 pub mod nmass;
 pub mod oaas;
 pub mod oracle;
-pub mod registry;
 pub mod remote;
 
-pub use registry::{BUILTIN, Family, Params, PolicyInfo, Registry};
-use rondpoint_model::toml_error;
-use rondpoint_model::{
-    Action, Capabilities, Need, Observation, Outcome, ProcessInfo, Sample, SamplingRequest,
-    Topology,
+use rondpoint_policy_api::{
+    Family, FirstTouch, Policy, PolicyConfig, PolicyError, PolicyInfo, Registry, defaults_of,
+    no_parameters,
 };
-use thiserror::Error;
 
-/// A placement policy.
-pub trait Policy {
-    /// The name users pass to `--policy`.
-    fn name(&self) -> &str;
+/// The names policies had before, and what they are called now: asking for an old one is
+/// refused with the new name.
+pub static RENAMED: &[(&str, &str)] = &[("default", "cfs-average"), ("linux", "linux-spread")];
 
-    /// What the policy needs of the machine, for the parameters it was built with. The engine
-    /// refuses to run a policy whose needs the machine cannot meet, naming what is missing
-    /// (see [`rondpoint_model::Capabilities::check`]).
-    fn needs(&self) -> Vec<Need>;
-
-    /// How many equally likely placements the policy stands for, for `processes` processes on
-    /// `topology`: 1 for a policy that decides, more for a baseline that is a distribution of
-    /// placements rather than one (the default scheduler of [Majo11 §4.3]: every split of the
-    /// processes a CPU-load balancer would choose). A simulator runs each, chosen with
-    /// [`Policy::select_variant`] before the run, and reports their average and spread.
-    fn variants(&self, topology: &Topology, processes: usize) -> usize {
-        let _ = (topology, processes);
-        1
-    }
-
-    /// Takes placement `k` (from 0) of those [`Policy::variants`] counts, before the run. The
-    /// default ignores it.
-    fn select_variant(&mut self, k: usize) {
-        let _ = k;
-    }
-
-    /// What the machine offers, given once before the run after [`Policy::needs`] was found
-    /// met, so that a policy with more than one way of working (at allocation time where the
-    /// machine can, by migration afterwards where it cannot) takes the one the machine
-    /// supports. The default ignores it.
-    fn configure(&mut self, capabilities: &Capabilities) {
-        let _ = capabilities;
-    }
-
-    /// Whether the policy can work on this machine with these programs at all, asked once
-    /// before the run, after its needs were found met: `Err(why)` stops the run before
-    /// anything is touched, as an unmet need does (OAAS given a MAPI-to-gap curve measured on
-    /// another machine); the policy may keep what it found (the curve it chose). A policy
-    /// that can only do nothing here accepts, and says so in [`Policy::notes`]. N-MASS refuses
-    /// more processes than cores ([Majo11 §3.3, Limitations]). The default accepts.
-    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
-        let _ = (topology, processes);
-        Ok(())
-    }
-
-    /// What the run's report should say about the policy: that it took no action and why,
-    /// or what it approximated. The engine reads them when the run ends. The default has none.
-    fn notes(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// Decisions taken before the managed programs start (allocation policies, pinning).
-    fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
-        let _ = (topology, processes);
-        Vec::new()
-    }
-
-    /// Samples of epoch `epoch` delivered before its end, as a backend drains its sampler
-    /// during the epoch (the engine hands them over while it waits the epoch out). They are
-    /// the first samples of that epoch's observation, in the same order: `decide` sees them
-    /// again in `observation.samples`, so a policy that counts them here counts only the rest
-    /// there, and one that ignores them (the default) loses nothing. A policy gains from this
-    /// when counting is most of its decision (Carrefour: the paper counts each IBS sample in
-    /// its interrupt handler, and decides once a second on what was counted).
-    fn ingest(&mut self, topology: &Topology, epoch: u64, samples: &[Sample]) {
-        let _ = (topology, epoch, samples);
-    }
-
-    /// Decisions at the end of an epoch.
-    fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action>;
-
-    /// What became of the actions of the start and of each decision, one outcome per action
-    /// in the order carried out (those the rate limits refused, and every action of a dry
-    /// run, come back skipped). A policy that keeps beliefs about the machine (Carrefour:
-    /// which pages have replicas) corrects them here; the default ignores them.
-    fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
-        let _ = (actions, outcomes);
-    }
-
-    /// The samples the policy wants now (asked again after every decision, so a policy can
-    /// adapt its rates). The default asks for none, and the backend then pays nothing.
-    fn sampling(&self) -> SamplingRequest {
-        SamplingRequest::NONE
-    }
-}
-
-/// Errors building a policy.
-#[derive(Debug, Error, PartialEq, Eq)]
-pub enum PolicyError {
-    #[error("unknown policy '{name}'; valid policies: {}", valid.join(", "))]
-    Unknown { name: String, valid: Vec<String> },
-    #[error("[{policy}] configuration: {message}")]
-    Config { policy: String, message: String },
-    #[error("configuration file is not valid TOML: {0}")]
-    Toml(String),
-    #[error("--set {0}: expected POLICY.KEY=VALUE (e.g. carrefour.lar_threshold=0.7)")]
-    SetSyntax(String),
-}
-
-/// Policy parameters: one table per policy, e.g.
-///
-/// ```toml
-/// [carrefour]
-/// mc_imbalance_threshold_pct = 35.0
-/// techniques = ["interleaving", "co-location"]
-///
-/// [autonuma]
-/// scan_size_mb = 256
-/// ```
-///
-/// read from a `--config` file, with `--set POLICY.KEY=VALUE` overrides on top.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PolicyConfig {
-    tables: toml::Table,
-}
-
-impl PolicyConfig {
-    /// Parses a configuration file's text: a table per policy. Which tables name policies,
-    /// and whether their parameters are valid, [`Registry::check`] says.
-    pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
-        let tables: toml::Table =
-            toml::from_str(text).map_err(|e| PolicyError::Toml(toml_error::describe(text, &e)))?;
-        for (k, v) in &tables {
-            if !v.is_table() {
-                return Err(PolicyError::Config {
-                    policy: k.clone(),
-                    message: "must be a table".into(),
-                });
-            }
-        }
-        Ok(Self { tables })
-    }
-
-    /// Sets one parameter of one policy; `path` may name a key of a sub-table
-    /// (`sampling.period`).
-    pub fn set(&mut self, policy: &str, path: &str, value: toml::Value) -> Result<(), PolicyError> {
-        let keys: Vec<&str> = path.split('.').collect();
-        self.set_keys(policy, &keys, value)
-    }
-
-    /// Sets one parameter of one policy by its keys, one per level of sub-table (for keys that
-    /// may hold a dot themselves, such as program names).
-    pub fn set_keys(
-        &mut self,
-        policy: &str,
-        keys: &[&str],
-        value: toml::Value,
-    ) -> Result<(), PolicyError> {
-        let mut table = self
-            .tables
-            .entry(policy.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let mut rest = keys.iter().copied().peekable();
-        while let Some(key) = rest.next() {
-            let toml::Value::Table(t) = table else {
-                break;
-            };
-            if rest.peek().is_none() {
-                t.insert(key.to_string(), value);
-                return Ok(());
-            }
-            table = t
-                .entry(key.to_string())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        }
-        Err(PolicyError::Config {
-            policy: policy.to_string(),
-            message: format!("'{}': a value, not a table, is on the way", keys.join(".")),
-        })
-    }
-
-    /// The value of one parameter given to one policy, by its keys.
-    pub fn get_keys(&self, policy: &str, keys: &[&str]) -> Option<&toml::Value> {
-        let mut v = self.tables.get(policy)?;
-        for k in keys {
-            v = v.as_table()?.get(*k)?;
-        }
-        Some(v)
-    }
-
-    /// The policies the configuration has a table for.
-    pub fn policies(&self) -> impl Iterator<Item = &str> {
-        self.tables.keys().map(String::as_str)
-    }
-
-    /// The parameters given to one policy.
-    pub fn params<'a>(&'a self, policy: &'a str) -> Params<'a> {
-        Params {
-            policy,
-            table: self.tables.get(policy),
-        }
-    }
+/// rondpoint's policies, with the names they had before ([`RENAMED`]).
+pub fn registry() -> Registry {
+    Registry::new(BUILTIN).with_renamed(RENAMED)
 }
 
 /// Builds one of rondpoint's policies by name with its parameters from `config` (defaults
 /// where absent).
 pub fn build(name: &str, config: &PolicyConfig) -> Result<Box<dyn Policy>, PolicyError> {
-    Registry::builtin().build(name, config)
+    registry().build(name, config)
 }
 
 /// Builds one of rondpoint's policies by name with its default parameters.
@@ -231,32 +44,399 @@ pub fn by_name(name: &str) -> Result<Box<dyn Policy>, PolicyError> {
     build(name, &PolicyConfig::default())
 }
 
+/// rondpoint's policies, in the order reports list them.
+pub static BUILTIN: &[PolicyInfo] = &[
+    PolicyInfo {
+        name: "first-touch",
+        family: Family::Baseline,
+        summary: "each page on the node of the CPU that first touches it, falling back by \
+                  distance when that node is full (Linux's default; takes no action)",
+        source: "Linux",
+        in_all: true,
+        build: |p| {
+            p.none()?;
+            Ok(Box::new(FirstTouch))
+        },
+        defaults: no_parameters,
+        bounds: &[],
+        files: &[],
+    },
+    PolicyInfo {
+        name: "interleave",
+        family: Family::Baseline,
+        summary: "the whole program interleaved over every node with memory from its start \
+                  (numactl --interleave=all)",
+        source: "Linux",
+        in_all: true,
+        build: |p| {
+            p.none()?;
+            Ok(Box::new(baseline::Interleave))
+        },
+        defaults: no_parameters,
+        bounds: &[],
+        files: &[],
+    },
+    PolicyInfo {
+        name: "autonuma",
+        family: Family::Baseline,
+        summary: "automatic NUMA balancing as Linux does it: hinting-fault scans, the \
+                  two-fault migration filter, tasks moved toward their memory",
+        source: "Linux",
+        in_all: true,
+        build: |p| Ok(Box::new(autonuma::AutoNuma::new(p.parse()?))),
+        defaults: defaults_of::<autonuma::AutoNumaConfig>,
+        bounds: autonuma::BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "carrefour",
+        family: Family::Carrefour,
+        summary: "pages co-located, interleaved or replicated by sampled accesses when \
+                  memory-controller load or locality calls for it",
+        source: "Dashti13",
+        in_all: true,
+        build: |p| Ok(Box::new(carrefour::Carrefour::new(p.parse()?)?)),
+        defaults: defaults_of::<carrefour::CarrefourConfig>,
+        bounds: carrefour::BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "hybrid",
+        family: Family::RemotePlacement,
+        summary: "first touch on the local node; once it is full, the overflow interleaved over \
+                  the remote nodes, nearest tier first (at allocation, or moved there after)",
+        source: "Choe21",
+        in_all: false,
+        build: |p| Ok(Box::new(remote::hybrid(p.parse()?))),
+        defaults: defaults_of::<remote::HybridConfig>,
+        bounds: remote::HYBRID_BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "usage-aware",
+        family: Family::RemotePlacement,
+        summary: "first touch on the local node; once it is full, the overflow on the least-used \
+                  remote node, nearest tier first (at allocation, or moved there after)",
+        source: "Choe21",
+        in_all: false,
+        build: |p| Ok(Box::new(remote::usage_aware(p.parse()?))),
+        defaults: defaults_of::<remote::UsageAwareConfig>,
+        bounds: remote::HYBRID_BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "dm",
+        family: Family::RemotePlacement,
+        summary: "AutoNUMA, plus periodic moves of a remote tenant's pages from the busiest \
+                  memory controller to the least busy one (dynamic migration)",
+        source: "Choe21",
+        in_all: false,
+        build: |p| Ok(Box::new(remote::dm(p.parse()?))),
+        defaults: defaults_of::<remote::dm::DmConfig>,
+        bounds: remote::dm::BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "ua-dm",
+        family: Family::RemotePlacement,
+        summary: "usage-aware placement of overflow, then dm's rebalancing of traffic",
+        source: "Choe21",
+        in_all: false,
+        build: |p| Ok(Box::new(remote::ua_dm(p.parse()?))),
+        defaults: defaults_of::<remote::UaDmConfig>,
+        bounds: remote::UA_DM_BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "maximum-local",
+        family: Family::NMass,
+        summary: "Algorithm 2: each process pinned to a core of its home node, highest NUMA \
+                  penalty first, the rest overflowing to the nearest node (ours: home = the \
+                  node its memory is bound to or holds most of its pages; N nodes)",
+        source: "Majo11",
+        in_all: false,
+        build: |p| Ok(Box::new(nmass::NMass::maximum_local(p.parse()?)?)),
+        defaults: defaults_of::<nmass::MaximumLocalConfig>,
+        bounds: nmass::MAXIMUM_LOCAL_BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "n-mass",
+        family: Family::NMass,
+        summary: "Algorithms 1-3: maximum-local, then processes moved to the less pressured \
+                  cache while the NUMA-penalty-weighted MPKI evens out and stays under 60 \
+                  (ours: the readings of Algorithm 3's gaps, threshold scaled by link \
+                  bandwidth, N nodes pairwise, exchanges when the destination is full)",
+        source: "Majo11",
+        in_all: false,
+        build: |p| Ok(Box::new(nmass::NMass::refined(p.parse()?)?)),
+        defaults: defaults_of::<nmass::NMassConfig>,
+        bounds: nmass::NMASS_BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "cfs-average",
+        family: Family::NMass,
+        summary: "§4.3's scheduler baseline: every split of the processes a CPU-load balancer \
+                  would choose, each run and averaged by the simulator (8 processes: all 70 \
+                  splits, ours); live, the machine's own scheduler",
+        source: "Majo11",
+        in_all: false,
+        build: |p| Ok(Box::new(nmass::CfsAverage::new(p.parse()?)?)),
+        defaults: defaults_of::<nmass::CfsAverageConfig>,
+        bounds: nmass::CFS_BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "oaas",
+        family: Family::Oaas,
+        summary: "[Gaud10 §5] every 300 ms each application's MAPI; the highest on fast nodes; \
+                  a fast node's and a slow node's applications swap, with their pages, when \
+                  the machine's MAPI-to-gap curve predicts a gain over 5 points (ours: MAPI \
+                  over the whole period, gain in points; random start as in §5.3)",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::Oaas::with_pages(p.parse()?)?)),
+        defaults: defaults_of::<oaas::OaasConfig>,
+        bounds: oaas::OAAS_BOUNDS,
+        files: oaas::CURVE_FILE,
+    },
+    PolicyInfo {
+        name: "oaas-nopm",
+        family: Family::Oaas,
+        summary: "[Gaud10 §5.3] OAAS-noPM: oaas, moving applications without their pages",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::Oaas::without_pages(p.parse()?)?)),
+        defaults: defaults_of::<oaas::OaasConfig>,
+        bounds: oaas::OAAS_BOUNDS,
+        files: oaas::CURVE_FILE,
+    },
+    PolicyInfo {
+        name: "static",
+        family: Family::Oaas,
+        summary: "[Gaud10 Table 4] a fixed mapping of applications 1-4 to fast (F) and slow \
+                  (S) nodes, one node each: mapping = M0 (FFSS) to M5 (SSFF), or F/S letters \
+                  (ours)",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::Static::new(p.parse()?)?)),
+        defaults: defaults_of::<oaas::StaticConfig>,
+        bounds: &[],
+        files: &[],
+    },
+    PolicyInfo {
+        name: "random",
+        family: Family::Oaas,
+        summary: "[Gaud10 §4.2] each application on a node of its own drawn at random (by \
+                  seed), before it starts",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::Random::new(p.parse()?))),
+        defaults: defaults_of::<oaas::RandomConfig>,
+        bounds: oaas::RANDOM_BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "linux-spread",
+        family: Family::Oaas,
+        summary: "[Gaud10 §4.1, §4.2] Linux's scheduler for the simulator: each application's \
+                  threads spread one per node from a random node, some exchanged between \
+                  applications by load balancing (ours: the draw and its rate), by seed",
+        source: "Gaud10",
+        in_all: false,
+        build: |p| Ok(Box::new(oaas::LinuxSpread::new(p.parse()?)?)),
+        defaults: defaults_of::<oaas::LinuxSpreadConfig>,
+        bounds: oaas::SPREAD_BOUNDS,
+        files: &[],
+    },
+    PolicyInfo {
+        name: "oracle",
+        family: Family::Reference,
+        summary: "Carrefour's rules on the simulator's true access rates: an upper bound \
+                  for sampled policies (simulator only)",
+        source: "Dashti13",
+        in_all: true,
+        build: |p| Ok(Box::new(oracle::Oracle::new(p.parse()?))),
+        defaults: defaults_of::<oracle::OracleConfig>,
+        bounds: oracle::BOUNDS,
+        files: &[],
+    },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_row_builds_under_its_own_name_and_unknown_lists_them() {
-        let r = Registry::builtin();
+        let r = registry();
         for n in r.names() {
             assert_eq!(
                 by_name(n).map(|p| p.name().to_string()).ok().as_deref(),
                 Some(n)
             );
         }
-        let err = by_name("carrefour2").err();
+        let err = by_name("carrefour2").err().map(|e| e.to_string());
+        let valid: Vec<&str> = BUILTIN.iter().map(|row| row.name).collect();
         assert_eq!(
-            err.map(|e| e.to_string()).as_deref(),
-            Some(
-                "unknown policy 'carrefour2'; valid policies: first-touch, interleave, autonuma, \
-                 carrefour, hybrid, usage-aware, dm, ua-dm, maximum-local, n-mass, default, \
-                 oaas, oaas-nopm, static, random, linux, oracle"
-            )
+            err,
+            Some(format!(
+                "unknown policy 'carrefour2'; valid policies: {}",
+                valid.join(", ")
+            ))
         );
         let mut names: Vec<_> = r.names().collect();
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), BUILTIN.len(), "names are unique");
+    }
+
+    #[test]
+    fn every_row_has_ranges_for_its_numbers_and_a_known_source() {
+        let references = include_str!("../../../docs/references.md");
+        for row in BUILTIN {
+            let problems = rondpoint_policy_api::bounds::row_problems(row);
+            assert!(problems.is_empty(), "{problems:#?}");
+            let known = match row.source {
+                "Linux" => row.family == Family::Baseline || row.family == Family::Reference,
+                "ours" => row.family == Family::Rondpoint,
+                key => references.contains(&format!("### {key}\n")),
+            };
+            assert!(known, "{}: source '{}'", row.name, row.source);
+            assert!(
+                !row.summary.is_empty() && !row.summary.ends_with('.'),
+                "{}",
+                row.name
+            );
+        }
+    }
+
+    /// The table of every policy in docs/policies.md, as the registry gives it.
+    fn policy_table() -> String {
+        let mut t = String::from(
+            "| policy | family | what it does | source | in `all` |\n|---|---|---|---|---|\n",
+        );
+        for row in BUILTIN {
+            let source = match row.source {
+                "Linux" | "ours" => row.source.to_string(),
+                key => format!("[{key}]"),
+            };
+            let all = if row.in_all { "yes" } else { "no" };
+            t += &format!(
+                "| `{}` | {} | {} | {source} | {all} |\n",
+                row.name,
+                row.family.name(),
+                row.summary.replace('|', "\\|")
+            );
+        }
+        t
+    }
+
+    /// The policies of the README, one line per family, as the registry gives them.
+    fn policy_list() -> String {
+        let mut families: Vec<Family> = Vec::new();
+        for row in BUILTIN {
+            if !families.contains(&row.family) {
+                families.push(row.family);
+            }
+        }
+        let mut out = String::new();
+        for family in families {
+            let rows: Vec<&PolicyInfo> = BUILTIN.iter().filter(|r| r.family == family).collect();
+            let names: Vec<String> = rows.iter().map(|r| format!("`{}`", r.name)).collect();
+            let mut sources: Vec<&str> = Vec::new();
+            for row in &rows {
+                if !sources.contains(&row.source) {
+                    sources.push(row.source);
+                }
+            }
+            let sources: Vec<String> = sources
+                .iter()
+                .map(|s| match *s {
+                    "Linux" | "ours" => s.to_string(),
+                    key => format!("[{key}]"),
+                })
+                .collect();
+            out += &format!(
+                "  - {} ({}): {}\n",
+                family.name(),
+                sources.join(", "),
+                names.join(", ")
+            );
+        }
+        out
+    }
+
+    /// Checks (or with `UPDATE_DOCS` set, rewrites) the part of a file between two markers.
+    fn generated(file: &str, start: &str, end: &str, content: &str) {
+        let path = format!("{}/../../{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (Some(a), Some(b)) = (text.find(start), text.find(end)) else {
+            panic!("{file} has no generated part ({start})");
+        };
+        let a = a + start.len();
+        if text[a..b] == *content {
+            return;
+        }
+        assert!(
+            std::env::var_os("UPDATE_DOCS").is_some(),
+            "{file} differs from the registry: run UPDATE_DOCS=1 cargo test -p rondpoint-policy"
+        );
+        std::fs::write(&path, format!("{}{content}{}", &text[..a], &text[b..])).unwrap();
+    }
+
+    #[test]
+    fn the_docs_table_and_the_readme_list_every_policy_of_the_registry() {
+        generated(
+            "docs/policies.md",
+            "<!-- generated from the registry by `UPDATE_DOCS=1 cargo test -p rondpoint-policy`: \
+             edit the rows in crates/policy/src/lib.rs -->\n",
+            "<!-- end of the generated table -->",
+            &policy_table(),
+        );
+        generated(
+            "README.md",
+            "<!-- generated from the registry by `UPDATE_DOCS=1 cargo test -p rondpoint-policy` -->\n",
+            "  <!-- end of the generated list -->",
+            &policy_list(),
+        );
+    }
+
+    #[test]
+    fn an_old_name_is_refused_with_the_new_one_as_policy_or_table() {
+        let r = registry();
+        for (old, new) in RENAMED {
+            assert!(r.info(new).is_ok(), "{new}");
+            let err = r.info(old).err().map(|e| e.to_string());
+            assert_eq!(err, Some(format!("policy '{old}' is now called '{new}'")));
+            let c = PolicyConfig::from_toml(&format!("[{old}]\n")).unwrap();
+            assert!(matches!(r.check(&c), Err(PolicyError::Renamed { .. })));
+        }
+    }
+
+    #[test]
+    fn file_parameters_are_read_by_the_caller_and_handed_over_as_text() {
+        let r = registry();
+        let curve = include_str!("oaas/curves/r905-asymmetric.toml");
+        let mut c = PolicyConfig::default();
+        r.set_arg(&mut c, "oaas.curve=/some/file.toml").unwrap();
+        // Unread, the policy refuses to build rather than read it itself.
+        let err = r.check(&c).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("the file was not read"), "{err}");
+        let mut asked = Vec::new();
+        r.resolve_files(&mut c, |policy, key, path| {
+            asked.push(format!("{policy}.{key}={}", path.display()));
+            Ok::<_, PolicyError>(curve.to_string())
+        })
+        .unwrap();
+        assert_eq!(asked, ["oaas.curve=/some/file.toml"]);
+        r.check(&c).unwrap();
+        // A keyword names no file.
+        let mut c = PolicyConfig::default();
+        r.set_arg(&mut c, "oaas-nopm.curve=builtin").unwrap();
+        r.resolve_files(&mut c, |_, _, _| Err(PolicyError::SetSyntax("read".into())))
+            .unwrap();
     }
 
     #[test]
@@ -269,13 +449,13 @@ mod tests {
             )]))
             .unwrap();
             let config = PolicyConfig::from_toml(&text).unwrap();
-            assert!(Registry::builtin().check(&config).is_ok(), "{}", row.name);
+            assert!(registry().check(&config).is_ok(), "{}", row.name);
         }
     }
 
     #[test]
     fn config_errors_name_the_policy_and_the_key() {
-        let r = Registry::builtin();
+        let r = registry();
         let c = PolicyConfig::from_toml("[carrefour]\nlar_threshold = \"high\"\n").unwrap();
         let err = r.check(&c).err().unwrap().to_string();
         assert!(err.starts_with("[carrefour] configuration:"), "{err}");
@@ -300,7 +480,7 @@ mod tests {
 
     #[test]
     fn set_reads_values_by_the_type_of_the_default() {
-        let r = Registry::builtin();
+        let r = registry();
         let mut c = PolicyConfig::default();
         r.set_arg(&mut c, "carrefour.lar_threshold=0.7").unwrap();
         r.set_arg(&mut c, "carrefour.techniques=interleaving")
@@ -336,7 +516,7 @@ mod tests {
 
     #[test]
     fn set_refuses_bad_syntax_unknown_policies_and_bad_values() {
-        let r = Registry::builtin();
+        let r = registry();
         let mut c = PolicyConfig::default();
         for bad in [
             "carrefour",
@@ -367,7 +547,7 @@ mod tests {
 
     #[test]
     fn a_run_seed_seeds_the_policies_with_a_seed_unless_given() {
-        let r = Registry::builtin();
+        let r = registry();
         let seed_of = |c: &PolicyConfig, p: &str| {
             c.params(p)
                 .table
@@ -398,15 +578,16 @@ mod tests {
             in_all: false,
             build: |p| {
                 p.none()?;
-                Ok(Box::new(baseline::FirstTouch))
+                Ok(Box::new(FirstTouch))
             },
             defaults: toml::Table::new,
             bounds: &[],
+            files: &[],
         };
-        let r = Registry::builtin().with(&TOY).unwrap();
+        let r = registry().with(&TOY).unwrap();
         assert!(r.info("toy").is_ok());
         assert!(!r.all().any(|n| n == "toy"));
         assert!(r.clone().with(&TOY).is_err());
-        assert!(Registry::builtin().info("toy").is_err());
+        assert!(registry().info("toy").is_err());
     }
 }

@@ -1,4 +1,4 @@
-//! Per-application metrics from an epoch's counters and samples, named as in [Dashti13]
+//! Per-application metrics from an epoch's counters and samples, named as in \[Dashti13\]
 //! Table 2, and the sample tallies they are computed from (counted as Carrefour counts its
 //! samples). The machine-wide metrics are `rondpoint_model::metrics`.
 
@@ -91,6 +91,7 @@ pub(crate) struct SampleTallies {
 
 impl SampleTallies {
     /// Tallies of `samples` by themselves.
+    #[cfg(test)]
     pub(crate) fn of(samples: &[Sample], topology: &Topology) -> Self {
         let dense = DenseNodes::new(topology);
         let mut tallies = Self::default();
@@ -179,7 +180,8 @@ impl RunTally {
 }
 
 /// Per-application metrics, one per process seen in the counters or samples, sorted by pid.
-pub fn per_app(obs: &Observation, topology: &Topology) -> Vec<AppMetrics> {
+#[cfg(test)]
+pub(crate) fn per_app(obs: &Observation, topology: &Topology) -> Vec<AppMetrics> {
     per_app_with(obs, topology, SampleTallies::of(&obs.samples, topology))
 }
 

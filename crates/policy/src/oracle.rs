@@ -23,6 +23,7 @@ use crate::Policy;
 use rondpoint_model::{
     AccessTruth, Action, Capability, Need, NodeList, Observation, Pid, SamplingRequest, Topology,
 };
+use rondpoint_policy_api::bounds::{Bounds, FRACTION, ParamBounds};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 
@@ -188,6 +189,13 @@ impl Policy for Oracle {
         }
     }
 }
+
+/// The range of each parameter ([`OracleConfig`]).
+pub const BOUNDS: &[ParamBounds] = &[
+    ("min_node_share", FRACTION),
+    ("max_write_fraction_for_replication", FRACTION),
+    ("balance_tolerance", Bounds::new(0.0, 10.0, "")),
+];
 
 #[cfg(test)]
 mod tests {

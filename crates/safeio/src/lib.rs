@@ -11,6 +11,7 @@
 //! - [`create_staged`]: an output written as it goes (a recording), the same way: under the
 //!   temporary name until [`Staged::commit`] renames it; removed if never committed.
 
+#![forbid(unsafe_code)]
 // Parses bytes from outside (files, the kernel): no indexing that could panic on them.
 #![deny(clippy::indexing_slicing)]
 
@@ -31,8 +32,8 @@ pub enum InputKind {
     Interconnect,
     /// A recording (`replay`).
     Recording,
-    /// A MAPI-to-gap curve (`calibrate` writes it, `oaas.curve` reads it).
-    GapCurve,
+    /// A file a policy parameter names (`oaas.curve`: a MAPI-to-gap curve `calibrate` wrote).
+    PolicyFile,
 }
 
 impl InputKind {
@@ -40,7 +41,7 @@ impl InputKind {
     pub fn limit(self) -> u64 {
         match self {
             // A few KiB in practice; 1 MiB leaves room for generated files.
-            InputKind::PolicyConfig | InputKind::Interconnect | InputKind::GapCurve => 1 << 20,
+            InputKind::PolicyConfig | InputKind::Interconnect | InputKind::PolicyFile => 1 << 20,
             // The largest preset is under 10 KiB; generated scenarios of many applications
             // stay well under 16 MiB.
             InputKind::Scenario => 16 << 20,
@@ -56,7 +57,7 @@ impl InputKind {
             InputKind::Scenario => "scenario",
             InputKind::Interconnect => "interconnect file",
             InputKind::Recording => "recording",
-            InputKind::GapCurve => "gap curve",
+            InputKind::PolicyFile => "policy parameter file",
         }
     }
 }

@@ -5,7 +5,7 @@
 //! least 100x faster than real time; at most 2 bytes of state per simulated 4 KiB page.
 
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
-use rondpoint_sim::preset::MachinePreset;
+use rondpoint_sim::machine_preset::MachinePreset;
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};

@@ -3,10 +3,11 @@
 //! or spin for hours). Structural checks (a node that does not exist, a pattern without its
 //! parameter) stay where the structure is built.
 
+use crate::machine_preset::{LatencyModel, MachinePreset};
 use crate::param::Param;
-use crate::preset::{LatencyModel, MachinePreset};
 use crate::scenario::{AppSpec, RegionSpec, Scenario, ThreadCount};
-use rondpoint_model::limits::{Bounds, MAX_CPUS, MAX_NODES, OutOfBounds};
+use rondpoint_model::bounds::Invalid;
+use rondpoint_model::bounds::{Bounds, MAX_CPUS, MAX_NODES, OutOfBounds};
 
 /// Machine presets.
 pub mod machine {
@@ -124,11 +125,12 @@ pub fn check_machine(m: &MachinePreset) -> Result<(), OutOfBounds> {
 }
 
 /// Every number of a scenario in its range, each error naming the application (and region).
-pub fn check_scenario(s: &Scenario) -> Result<(), String> {
+pub(crate) fn check_scenario(s: &Scenario) -> Result<(), Invalid> {
     for a in &s.apps {
-        check_app(a).map_err(|e| format!("app '{}': {e}", a.name))?;
+        check_app(a).map_err(|e| Invalid(format!("app '{}': {e}", a.name)))?;
         for r in &a.regions {
-            check_region(r).map_err(|e| format!("region '{}' of app '{}': {e}", r.name, a.name))?;
+            check_region(r)
+                .map_err(|e| Invalid(format!("region '{}' of app '{}': {e}", r.name, a.name)))?;
         }
     }
     Ok(())

@@ -22,7 +22,7 @@ use crate::spec::MachineSpec;
 use rondpoint_engine::EngineConfig;
 use rondpoint_model::gap_curve::{CURVE_FORMAT, DEFAULT_MAPI_POINTS};
 use rondpoint_model::{CurvePoint, GapCurve, NodeClass, NodeId, PageSize};
-use rondpoint_policy::baseline::FirstTouch as FirstTouchPolicy;
+use rondpoint_policy_api::FirstTouch as FirstTouchPolicy;
 use thiserror::Error;
 
 /// Why a machine cannot be calibrated.

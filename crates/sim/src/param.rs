@@ -17,7 +17,7 @@ pub enum Param<T> {
 
 impl<T> Param<T> {
     /// A value with its source.
-    pub fn sourced(value: T, source: impl Into<String>) -> Self {
+    pub(crate) fn sourced(value: T, source: impl Into<String>) -> Self {
         Param::Sourced {
             value,
             source: source.into(),

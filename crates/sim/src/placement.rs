@@ -16,7 +16,7 @@ pub const UNALLOCATED: u8 = u8::MAX;
 pub const REPLICATED: u8 = u8::MAX - 1;
 /// Most nodes the simulator supports: rondpoint's bound (node indices must stay below the
 /// markers, and replica sets are 64-bit masks).
-pub use rondpoint_model::limits::MAX_NODES;
+pub use rondpoint_model::bounds::MAX_NODES;
 const _: () = assert!(MAX_NODES <= 64 && MAX_NODES < REPLICATED as usize);
 
 /// Popularity of pages within a block.
@@ -97,12 +97,12 @@ impl Region {
     }
 
     /// First virtual address of page `page`.
-    pub fn page_addr(&self, page: usize) -> u64 {
+    pub(crate) fn page_addr(&self, page: usize) -> u64 {
         self.base + page as u64 * self.page_size.bytes()
     }
 
     /// How popular its pages are within a block.
-    pub fn popularity(&self) -> Popularity {
+    pub(crate) fn popularity(&self) -> Popularity {
         self.popularity
     }
 
@@ -112,12 +112,12 @@ impl Region {
     }
 
     /// The block a page belongs to.
-    pub fn block_of(&self, page: usize) -> usize {
+    pub(crate) fn block_of(&self, page: usize) -> usize {
         (page / self.block_len).min(self.blocks - 1)
     }
 
     /// Pages `[start, end)` of a block.
-    pub fn block_range(&self, block: usize) -> (usize, usize) {
+    pub(crate) fn block_range(&self, block: usize) -> (usize, usize) {
         let start = (block * self.block_len).min(self.pages.len());
         let end = if block + 1 == self.blocks {
             self.pages.len()
@@ -150,7 +150,7 @@ impl Region {
     }
 
     /// The page of a block holding a given popularity rank (inverse of the scramble).
-    pub fn page_of_rank(&self, block: usize, rank: u64) -> usize {
+    pub(crate) fn page_of_rank(&self, block: usize, rank: u64) -> usize {
         let (start, end) = self.block_range(block);
         let len = (end - start) as u64;
         if len == 0 {
@@ -162,12 +162,12 @@ impl Region {
     }
 
     /// The node holding a page (`UNALLOCATED`, `REPLICATED` or a node index).
-    pub fn node_of(&self, page: usize) -> u8 {
+    pub(crate) fn node_of(&self, page: usize) -> u8 {
         self.pages[page]
     }
 
     /// Replica mask of a replicated page.
-    pub fn replica_mask(&self, page: usize) -> Option<u64> {
+    pub(crate) fn replica_mask(&self, page: usize) -> Option<u64> {
         self.replicas.get(&(page as u32)).copied()
     }
 
@@ -251,29 +251,29 @@ impl Region {
     }
 
     /// Replicated pages, in page order.
-    pub fn replicated_pages(&self) -> Vec<usize> {
+    pub(crate) fn replicated_pages(&self) -> Vec<usize> {
         let mut v: Vec<usize> = self.replicas.keys().map(|&p| p as usize).collect();
         v.sort_unstable();
         v
     }
 
     /// Mass of a block on each node (non-replicated pages).
-    pub fn block_mass(&self, block: usize) -> &[f64] {
+    pub(crate) fn block_mass(&self, block: usize) -> &[f64] {
         &self.mass[block * self.nodes..(block + 1) * self.nodes]
     }
 
     /// Mass of a block's replicated pages, by replica mask.
-    pub fn block_replica_mass(&self, block: usize) -> &BTreeMap<u64, f64> {
+    pub(crate) fn block_replica_mass(&self, block: usize) -> &BTreeMap<u64, f64> {
         &self.replica_mass[block]
     }
 
     /// Allocated mass of a block.
-    pub fn block_total(&self, block: usize) -> f64 {
+    pub(crate) fn block_total(&self, block: usize) -> f64 {
         self.total[block]
     }
 
     /// Pages on each node (replicas counted on each node with a copy).
-    pub fn pages_on(&self) -> &[u64] {
+    pub(crate) fn pages_on(&self) -> &[u64] {
         &self.pages_on
     }
 
@@ -284,7 +284,7 @@ impl Region {
 }
 
 /// Nodes set in a mask.
-pub fn mask_nodes(mask: u64) -> impl Iterator<Item = usize> {
+pub(crate) fn mask_nodes(mask: u64) -> impl Iterator<Item = usize> {
     (0..MAX_NODES).filter(move |&n| mask & (1u64 << n) != 0)
 }
 

@@ -1,6 +1,6 @@
 //! Built-in machine and workload presets, and loading users' files.
 
-use crate::preset::MachinePreset;
+use crate::machine_preset::MachinePreset;
 use crate::scenario::Scenario;
 use rondpoint_safeio::InputKind;
 use std::path::Path;

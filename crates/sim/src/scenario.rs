@@ -165,7 +165,7 @@ pub struct AppSpec {
     #[serde(default)]
     pub start_s: f64,
     /// Nodes the application's memory is bound to from its start (`numactl --membind`): its
-    /// home in [Majo11]'s terms when one node. Unset: no binding, pages follow the allocation
+    /// home in \[Majo11\]'s terms when one node. Unset: no binding, pages follow the allocation
     /// policy (first touch unless a policy sets another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub membind: Option<Vec<u16>>,

@@ -10,14 +10,19 @@
 //! (shared/design/simulator-model.md, section 2; Geist & Westall used multi-chain MVA for NUMA).
 //!
 //! Per iteration, for class t at resource k:
+//!
+//! ```text
 //!   R[t][k] = D[t][k] * max(1, 1 + Σ_u φ Q[u][k] − ½ (1 − U[k]) Σ_u φ U[u][k]),
 //!             φ = 1 for u ≠ t, (N−1)/N for u = t, U[k] = Σ_u U[u][k]
 //!   X[t]    = N[t] / (Z[t] + L0[t] + Σ_k R[t][k])
 //!   Q[t][k] = X[t] R[t][k],  U[t][k] = X[t] D[t][k]
+//! ```
+//!
 //! (the residual term, −½ Σ φ U, corrects Schweitzer's exponential-service queues toward
-//! deterministic service; it fades with (1 − U[k]) so that a saturated resource obeys the
-//! bottleneck law, utilisation ≤ 1, exactly as plain Schweitzer does), iterated with damping (Q ← (Q + Q_new)/2) to a fixed point, warm-started from the previous
-//! epoch's queues so that it usually converges in a few iterations.
+//! deterministic service; it fades with (1 − U\[k\]) so that a saturated resource obeys the
+//! bottleneck law, utilisation ≤ 1, exactly as plain Schweitzer does), iterated with damping
+//! (Q ← (Q + Q_new)/2) to a fixed point, warm-started from the previous epoch's queues so that
+//! it usually converges in a few iterations.
 
 /// One class: a thread's misses in flight.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,7 +77,7 @@ impl Default for SolverConfig {
 }
 
 /// Solves the network, starting from `warm` queue lengths when they fit.
-pub fn solve(net: &Network, warm: Option<&[f64]>, cfg: SolverConfig) -> Solution {
+pub(crate) fn solve(net: &Network, warm: Option<&[f64]>, cfg: SolverConfig) -> Solution {
     let (c, r) = (net.classes.len(), net.resources);
     let mut q = match warm {
         Some(w) if w.len() == c * r => w.to_vec(),

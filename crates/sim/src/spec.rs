@@ -2,8 +2,9 @@
 //! topology, per-node and per-link capacities, the idle latency matrix, and for every pair of
 //! nodes the directed links a memory access crosses.
 
+use crate::machine_preset::{LatencyModel, MachinePreset};
 use crate::param::Param;
-use crate::preset::{LatencyModel, MachinePreset};
+use rondpoint_model::bounds::Invalid;
 use rondpoint_model::topology::{InterconnectSpec, RouteSpec};
 use rondpoint_model::{
     CpuId, Hmat, InterconnectOrigin, LlcDomain, Node, NodeId, Topology, TopologyError,
@@ -74,22 +75,22 @@ impl MachineSpec {
     }
 
     /// Number of directed links.
-    pub fn directed_links(&self) -> usize {
+    pub(crate) fn directed_links(&self) -> usize {
         self.links.len() * 2
     }
 
     /// Cycles per nanosecond.
-    pub fn cycles_per_ns(&self) -> f64 {
+    pub(crate) fn cycles_per_ns(&self) -> f64 {
         self.freq_ghz
     }
 
     /// Checks a preset and derives the machine.
     pub fn from_preset(p: &MachinePreset) -> Result<Self, SpecError> {
-        let bad = |what: String| SpecError::Invalid {
+        let bad = |what: Invalid| SpecError::Invalid {
             machine: p.name.clone(),
-            what,
+            what: what.0,
         };
-        crate::bounds::check_machine(p).map_err(|e| bad(e.to_string()))?;
+        crate::bounds::check_machine(p).map_err(|e| bad(e.into()))?;
         let per_node = PerNode::of(p).map_err(&bad)?;
         let (topology, cores) = topology(p, &per_node)?;
         let links: Vec<(usize, usize)> = topology
@@ -135,7 +136,7 @@ struct PerNode {
 }
 
 impl PerNode {
-    fn of(p: &MachinePreset) -> Result<Self, String> {
+    fn of(p: &MachinePreset) -> Result<Self, Invalid> {
         // The numbers are in range (crate::bounds); what is left is their structure.
         let n = usize::from(p.nodes.get());
         let mut per = Self {
@@ -147,10 +148,10 @@ impl PerNode {
         for o in &p.node_overrides {
             let i = usize::from(o.id);
             if i >= n {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "[[node]] id = {} but the machine has {n} nodes",
                     o.id
-                ));
+                )));
             }
             if let Some(c) = &o.cores {
                 per.cores[i] = c.get();
@@ -167,11 +168,11 @@ impl PerNode {
             return Err("the machine has no cores".into());
         }
         let total: u64 = per.cores.iter().map(|&c| u64::from(c)).sum();
-        if total > rondpoint_model::limits::MAX_CPUS as u64 {
-            return Err(format!(
+        if total > rondpoint_model::bounds::MAX_CPUS as u64 {
+            return Err(Invalid(format!(
                 "the machine has {total} cores; rondpoint handles at most {}",
-                rondpoint_model::limits::MAX_CPUS
-            ));
+                rondpoint_model::bounds::MAX_CPUS
+            )));
         }
         Ok(per)
     }
@@ -255,15 +256,15 @@ fn topology(p: &MachinePreset, per: &PerNode) -> Result<(Topology, Vec<Core>), S
 }
 
 /// Bandwidth per direction of each link: the preset's, or its `[[link]]` override.
-fn link_bandwidths(p: &MachinePreset, links: &[(usize, usize)]) -> Result<Vec<f64>, String> {
+fn link_bandwidths(p: &MachinePreset, links: &[(usize, usize)]) -> Result<Vec<f64>, Invalid> {
     let mut link_bw = vec![p.link_bandwidth_gbs.get(); links.len()];
     for o in &p.link_overrides {
         let key = (usize::from(o.a.min(o.b)), usize::from(o.a.max(o.b)));
         let Some(i) = links.iter().position(|&l| l == key) else {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "[[link]] {}-{} is not a link of this machine",
                 o.a, o.b
-            ));
+            )));
         };
         link_bw[i] = o.bandwidth_gbs.get();
     }
@@ -294,13 +295,13 @@ fn idle_latency(
     p: &MachinePreset,
     topology: &Topology,
     per: &PerNode,
-) -> Result<Vec<Vec<f64>>, String> {
+) -> Result<Vec<Vec<f64>>, Invalid> {
     let n = per.cores.len();
     match &p.latency {
         LatencyModel::Matrix { ns } => {
             let m = ns.value();
             if m.len() != n || m.iter().any(|r| r.len() != n) {
-                return Err(format!("latency matrix must be {n} x {n}"));
+                return Err(Invalid(format!("latency matrix must be {n} x {n}")));
             }
             Ok(m.clone())
         }

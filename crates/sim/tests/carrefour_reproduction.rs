@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use rondpoint_engine::EngineConfig;
-use rondpoint_policy::PolicyConfig;
+use rondpoint_policy_api::PolicyConfig;
 use rondpoint_sim::experiment::{self, RunResult};
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, presets};

@@ -8,8 +8,8 @@ use rondpoint_model::{
     Action, HintingScan, MemPolicy, NodeId, Observation, OutcomeStatus, PageRange, PageSize, Pid,
     ProcessInfo, SampleSource, SamplingRequest, Tid, Topology,
 };
-use rondpoint_policy::Policy;
-use rondpoint_sim::preset::MachinePreset;
+use rondpoint_policy_api::Policy;
+use rondpoint_sim::machine_preset::MachinePreset;
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimError, SimMachine};

@@ -5,9 +5,9 @@
 
 use rondpoint_engine::{EngineConfig, Machine};
 use rondpoint_model::{Action, CpuId, OutcomeStatus, Pid, Tid};
-use rondpoint_policy::{PolicyConfig, Registry};
+use rondpoint_policy_api::PolicyConfig;
 use rondpoint_sim::experiment;
-use rondpoint_sim::multiprogram::{self, with_homes};
+use rondpoint_sim::experiment::multiprogram::{self, with_homes};
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
@@ -56,7 +56,7 @@ fn profiled(s: &Scenario) -> multiprogram::Solo {
     .unwrap()
 }
 
-/// The scenario file of [Majo11] workload WL`k`.
+/// The scenario file of \[Majo11\] workload WL`k`.
 fn wl(k: usize) -> String {
     format!(
         "{}/../../examples/scenarios/nmass/wl{k}.toml",
@@ -67,7 +67,7 @@ fn wl(k: usize) -> String {
 fn run_first_touch(m: &mut SimMachine) {
     rondpoint_engine::run(
         m,
-        &mut rondpoint_policy::baseline::FirstTouch,
+        &mut rondpoint_policy_api::FirstTouch,
         &mut rondpoint_engine::VirtualClock::default(),
         &EngineConfig::default(),
         |_| {},
@@ -183,9 +183,9 @@ fn allocation_maps_set_homes_and_must_fit_the_workload_and_machine() {
         homes,
         vec![Some(vec![0]), Some(vec![1]), Some(vec![1]), Some(vec![0])]
     );
-    let err = with_homes(&m, &s, "011").unwrap_err();
+    let err = with_homes(&m, &s, "011").unwrap_err().to_string();
     assert!(err.contains("3 digits for the 4 applications"), "{err}");
-    let err = with_homes(&m, &s, "0120").unwrap_err();
+    let err = with_homes(&m, &s, "0120").unwrap_err().to_string();
     assert!(
         err.contains("'2' is not a node of nehalem-e5520-2s"),
         "{err}"
@@ -209,7 +209,7 @@ fn solo_runs_measure_the_numa_penalty_the_model_gives() {
 fn profiles_fill_only_what_the_configuration_does_not_give() {
     let s = presets::workload(&wl(1)).unwrap();
     let solo = profiled(&s);
-    let r = Registry::builtin();
+    let r = rondpoint_policy::registry();
     let mut c = PolicyConfig::default();
     r.set_arg(&mut c, "n-mass.inputs.profile.soplex.numa_penalty=1.5")
         .unwrap();
@@ -223,19 +223,19 @@ fn profiles_fill_only_what_the_configuration_does_not_give() {
     assert!(get("namd", "numa_penalty").is_some_and(|x| (1.0..1.05).contains(&x)));
     r.check(&c).unwrap();
     let before = c.clone();
-    multiprogram::fill_profiles(&mut c, r.info("default").unwrap(), &solo).unwrap();
+    multiprogram::fill_profiles(&mut c, r.info("cfs-average").unwrap(), &solo).unwrap();
     assert_eq!(c, before, "default takes no profile");
 }
 
 #[test]
-fn the_default_baseline_averages_its_splits_with_their_range() {
+fn the_cfs_average_baseline_averages_its_splits_with_their_range() {
     let m = nehalem();
     let s = with_homes(&m, &programs(&[5e9; 4], "", true), "0000").unwrap();
     let sim = SimConfig::default();
     let engine = EngineConfig::default();
     let solo = multiprogram::solo_runs(&m, &s, &sim, &engine, false).unwrap();
     let config = PolicyConfig::default();
-    let build = || rondpoint_policy::build("default", &config);
+    let build = || rondpoint_policy::build("cfs-average", &config);
     let r =
         experiment::run_policy(&m, &s, &build, &sim, &engine, Some(&solo), |_, _, _| {}).unwrap();
     let mp = r.multiprogram.unwrap();
@@ -251,10 +251,10 @@ fn the_default_baseline_averages_its_splits_with_their_range() {
     );
     // One split alone.
     let mut one = PolicyConfig::default();
-    Registry::builtin()
-        .set_arg(&mut one, "default.split=0")
+    rondpoint_policy::registry()
+        .set_arg(&mut one, "cfs-average.split=0")
         .unwrap();
-    let build = || rondpoint_policy::build("default", &one);
+    let build = || rondpoint_policy::build("cfs-average", &one);
     let r =
         experiment::run_policy(&m, &s, &build, &sim, &engine, Some(&solo), |_, _, _| {}).unwrap();
     assert_eq!(r.multiprogram.unwrap().placements, 1);

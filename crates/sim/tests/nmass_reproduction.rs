@@ -1,4 +1,4 @@
-//! Reproductions of [Majo11] (N-MASS) on `nehalem-e5520-2s`, each with an honest band;
+//! Reproductions of \[Majo11\] (N-MASS) on `nehalem-e5520-2s`, each with an honest band;
 //! docs/reproduction.md has the paper's numbers beside ours and says what is not reproduced.
 //! `cargo test -p rondpoint-sim --test nmass_reproduction -- --nocapture` prints our figures.
 //!
@@ -14,9 +14,10 @@
 
 use rondpoint_engine::EngineConfig;
 use rondpoint_model::{Action, Need, Observation, Pid, ProcessInfo, Topology};
-use rondpoint_policy::{Policy, PolicyConfig, Registry};
+use rondpoint_policy_api::{Policy, PolicyConfig};
 use rondpoint_sim::experiment;
-use rondpoint_sim::multiprogram::{self, Multiprogram, Solo};
+use rondpoint_sim::experiment::Multiprogram;
+use rondpoint_sim::experiment::multiprogram::{self, Solo};
 use rondpoint_sim::scenario::{Scenario, ThreadCount, ThreadPlacement};
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, presets};
@@ -57,7 +58,7 @@ enum Pol {
 impl Pol {
     fn name(self) -> &'static str {
         match self {
-            Pol::Default => "default",
+            Pol::Default => "cfs-average",
             Pol::MaxLocal => "maximum-local",
             _ => "n-mass",
         }
@@ -109,7 +110,7 @@ fn slowdowns(k: usize, map: &str, p: Pol) -> Multiprogram {
     let s = multiprogram::with_homes(&m, &wl(k), map).unwrap();
     // Homes do not change a program's solo run on this symmetric machine.
     let solo = solo_of(k, &wl(k));
-    let registry = Registry::builtin();
+    let registry = rondpoint_policy::registry();
     let mut config = PolicyConfig::default();
     for set in p.sets() {
         registry.set_arg(&mut config, set).unwrap();
@@ -503,7 +504,7 @@ fn nmass_fig11_fig12_everything_homed_on_processor_0() {
     );
 }
 
-/// [Majo11] abstract and §1: "up to 32%, and 7% on average" over default. The paper does not
+/// \[Majo11\] abstract and §1: "up to 32%, and 7% on average" over default. The paper does not
 /// say how the 7% is averaged; ours is the mean, over every case of Figures 10 to 12 (WL1 and
 /// WL9 under the eight maps, WL1 to WL11 with every program on processor 0; WL1 and WL9 at
 /// map 0000 counted once), of the workload's average improvement over default, and "up to"

@@ -1,4 +1,4 @@
-//! Reproductions of [Gaud10] (OAAS) in the simulator on `r905-asymmetric`, each with an
+//! Reproductions of \[Gaud10\] (OAAS) in the simulator on `r905-asymmetric`, each with an
 //! honest tolerance band; docs/reproduction.md has the table of what we get beside what the
 //! paper reports. `cargo test -p rondpoint-sim --test oaas_reproduction -- --nocapture` prints
 //! our figures.
@@ -8,12 +8,12 @@
 use rondpoint_engine::EngineConfig;
 use rondpoint_model::{Action, Observation, Pid, Topology};
 use rondpoint_policy::oaas::{TABLE4, builtin_curves};
-use rondpoint_policy::{Policy, PolicyConfig, Registry};
+use rondpoint_policy_api::{Policy, PolicyConfig};
 use rondpoint_sim::calibrate::{CalibrationConfig, calibrate};
+use rondpoint_sim::experiment::summary::Spread;
 use rondpoint_sim::experiment::{self, RunResult};
 use rondpoint_sim::scenario::{Scenario, ThreadCount, ThreadPlacement};
 use rondpoint_sim::spec::MachineSpec;
-use rondpoint_sim::summary::Spread;
 use rondpoint_sim::{SimConfig, presets};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -254,7 +254,7 @@ const SEEDS: u64 = 10;
 const GROUPS: [&str; 5] = ["pg-0", "pg-1", "pg-2", "pg-3", "pg-4"];
 
 /// The dynamic policies of Figure 5, run over the seeds.
-const SEEDED: [&str; 4] = ["linux", "random", "oaas", "oaas-nopm"];
+const SEEDED: [&str; 4] = ["linux-spread", "random", "oaas", "oaas-nopm"];
 
 fn group(name: &str) -> Scenario {
     let path = format!(
@@ -267,7 +267,7 @@ fn group(name: &str) -> Scenario {
 /// A run of a group under a policy (with `set` as `--set`) and a seed, 300 ms epochs (the
 /// period of OAAS, [Gaud10 §5.2]).
 fn run_group(m: &MachineSpec, s: &Scenario, policy: &str, set: &str, seed: u64) -> RunResult {
-    let registry = Registry::builtin();
+    let registry = rondpoint_policy::registry();
     let mut config = PolicyConfig::default();
     if !set.is_empty() {
         registry.set_arg(&mut config, set).unwrap();
@@ -540,10 +540,10 @@ fn oaas_s5_3_spread_over_seeds() {
             );
         }
         if g != "pg-0" {
-            assert!(mean(&s["linux"]) > mean(&s["oaas"]), "{g}: linux");
+            assert!(mean(&s["linux-spread"]) > mean(&s["oaas"]), "{g}: linux");
             assert!(mean(&s["random"]) > mean(&s["oaas"]), "{g}: random");
         }
-        linux_max = linux_max.max(largest(&s["linux"]));
+        linux_max = linux_max.max(largest(&s["linux-spread"]));
         random_max = random_max.max(largest(&s["random"]));
         nopm_max = nopm_max.max(largest(&s["oaas-nopm"]));
     }

@@ -1,4 +1,4 @@
-//! Reproductions of [Choe21] in the simulator: Figures 5, 6 and 8
+//! Reproductions of \[Choe21\] in the simulator: Figures 5, 6 and 8
 //! (with Figure 7's direction) on the three mixes of examples/scenarios/choe21-mix*.toml on
 //! xeon-6242-4s, the distance tiers of §7 on m5a.24xlarge, CXL nodes as a tier of their own,
 //! and the comparison with Carrefour and AutoNUMA. The paper gives figures, not numbers: every
@@ -15,7 +15,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
-use rondpoint_policy::PolicyConfig;
+use rondpoint_policy_api::PolicyConfig;
 use rondpoint_sim::experiment::{self, RunResult};
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;

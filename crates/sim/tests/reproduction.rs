@@ -6,7 +6,7 @@
 
 use rondpoint_engine::EngineConfig;
 use rondpoint_model::{Action, MemPolicy, NodeId, Observation, ProcessInfo, Topology};
-use rondpoint_policy::Policy;
+use rondpoint_policy_api::Policy;
 use rondpoint_sim::experiment::{self, RunResult};
 use rondpoint_sim::scenario::{Scenario, ThreadCount, ThreadPlacement};
 use rondpoint_sim::spec::MachineSpec;

@@ -8,7 +8,7 @@ use rondpoint_engine::Machine;
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::{Capabilities, Need, Support};
-use rondpoint_policy::{PolicyConfig, Registry};
+use rondpoint_policy_api::PolicyConfig;
 use rondpoint_sim::presets;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -54,7 +54,7 @@ struct PolicyRow {
 }
 
 fn policies() -> Result<Vec<PolicyRow>> {
-    let registry = Registry::builtin();
+    let registry = crate::policies::registry();
     registry
         .rows()
         .map(|row| {

@@ -49,7 +49,7 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         bad_input!("--epoch-ms must be at least 1");
     }
     let config = args.policy_options.config()?;
-    let mut policy = rondpoint_policy::build(&args.policy, &config)?;
+    let mut policy = crate::policies::build(&args.policy, &config)?;
     let spec = MachineSpec::from_preset(&presets::machine(&args.machine)?)?;
     let scenario = presets::workload(&args.workload)?;
     let sim = SimConfig {
@@ -135,7 +135,7 @@ struct ReplayReport<'a> {
 
 pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
     let config = args.policy_options.config()?;
-    let mut policy = rondpoint_policy::build(&args.policy, &config)?;
+    let mut policy = crate::policies::build(&args.policy, &config)?;
     let file = rondpoint_safeio::open_input(&args.input, rondpoint_safeio::InputKind::Recording)
         .context("opening the recording")?;
     let recording = record::read(BufReader::new(file))

@@ -6,12 +6,13 @@ use crate::status::Input;
 use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::EngineConfig;
-use rondpoint_policy::{PolicyConfig, Registry};
+use rondpoint_policy_api::PolicyConfig;
+use rondpoint_sim::experiment::multiprogram;
+use rondpoint_sim::experiment::summary::{self, Summary};
 use rondpoint_sim::experiment::{self, RunResult};
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
-use rondpoint_sim::summary::{self, Summary};
-use rondpoint_sim::{SimConfig, multiprogram, presets};
+use rondpoint_sim::{SimConfig, presets};
 use serde::Serialize;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -80,7 +81,7 @@ pub struct SimArgs {
     max_mb_per_epoch: Option<u64>,
 
     /// Home each application's memory on a node, one digit per application in order
-    /// ("0001": the first three on node 0, the fourth on node 1), as [Majo11]'s allocation
+    /// ("0001": the first three on node 0, the fourth on node 1), as \[Majo11\]'s allocation
     /// maps do; overrides the workloads' own `membind`.
     #[arg(long, value_name = "MAP")]
     allocation_map: Option<String>,
@@ -122,7 +123,7 @@ struct SimReport {
 fn list() -> Result<()> {
     outln!("machines:  {}", names(presets::MACHINES));
     outln!("workloads: {}", names(presets::WORKLOADS));
-    let registry = rondpoint_policy::Registry::builtin();
+    let registry = crate::policies::registry();
     outln!(
         "policies:  {}",
         registry.names().collect::<Vec<_>>().join(", ")
@@ -257,9 +258,9 @@ impl Plan {
         let mut policies: Vec<String> = Vec::new();
         for p in &args.policy {
             if p == "all" {
-                policies.extend(Registry::builtin().all().map(str::to_string));
+                policies.extend(crate::policies::registry().all().map(str::to_string));
             } else {
-                rondpoint_policy::build(p, &config)?;
+                crate::policies::build(p, &config)?;
                 policies.push(p.clone());
             }
         }
@@ -309,7 +310,7 @@ impl Plan {
     /// first runs each alone (for slowdowns), and so does any workload run under a policy that
     /// takes per-program profiles (N-MASS's), which the solo runs fill in.
     fn run_scenario(&self, scenario: &Scenario, results: &mut Vec<RunResult>) -> Result<()> {
-        let registry = Registry::builtin();
+        let registry = crate::policies::registry();
         let profiled = self
             .policies
             .iter()
@@ -369,7 +370,7 @@ impl Plan {
         solo: Option<&multiprogram::Solo>,
         label: &str,
     ) -> Result<RunResult> {
-        let build = || rondpoint_policy::build(policy, config);
+        let build = || crate::policies::build(policy, config);
         let started = Instant::now();
         let live = self.live;
         let r = experiment::run_policy(
@@ -508,7 +509,7 @@ pub fn render_table(results: &[RunResult]) -> String {
 /// The slowdowns of the multiprogrammed runs, one row per run, one column per program
 /// (empty when no run has them).
 fn render_slowdowns(results: &[RunResult]) -> String {
-    let runs: Vec<(&RunResult, &multiprogram::Multiprogram)> = results
+    let runs: Vec<(&RunResult, &rondpoint_sim::experiment::Multiprogram)> = results
         .iter()
         .filter_map(|r| r.multiprogram.as_ref().map(|m| (r, m)))
         .collect();

@@ -18,7 +18,7 @@ use rondpoint_engine::{
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::Topology;
-use rondpoint_policy::Policy;
+use rondpoint_policy_api::Policy;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -129,7 +129,7 @@ impl LiveOptions {
         if self.epoch_ms == 0 {
             bad_input!("--epoch-ms must be at least 1");
         }
-        let policy = rondpoint_policy::build(&self.policy, &self.policy_options.config()?)?;
+        let policy = crate::policies::build(&self.policy, &self.policy_options.config()?)?;
         let topology = rondpoint_linux::discover(&self.sysfs_root)
             .context("reading the NUMA topology")?
             .topology;

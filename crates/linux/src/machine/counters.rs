@@ -63,14 +63,9 @@ impl<S: Sys> LinuxMachine<S> {
         self.cpu_ticks.retain(|key, _| alive.contains(key));
     }
 
-    /// The epoch's counters, estimated: DRAM traffic from its samples, cycles from each
-    /// thread's CPU time since the last epoch.
-    pub(super) fn counters(
-        &mut self,
-        samples: &[Sample],
-        threads_of: &[(Pid, Vec<ThreadSnapshot>)],
-        duration_ns: u64,
-    ) -> Counters {
+    /// The samples tallied: DRAM accesses per node by the node they came from, and samples per
+    /// thread.
+    fn tally(&self, samples: &[Sample]) -> (Vec<NodeCounters>, BTreeMap<(Pid, Tid), u64>) {
         let n = self.topology.len();
         let mut nodes: Vec<NodeCounters> = self
             .topology
@@ -82,7 +77,7 @@ impl<S: Sys> LinuxMachine<S> {
                 ..NodeCounters::default()
             })
             .collect();
-        let mut per_thread: BTreeMap<(Pid, Tid), (NodeId, u64)> = BTreeMap::new();
+        let mut per_thread: BTreeMap<(Pid, Tid), u64> = BTreeMap::new();
         for s in samples {
             if let (Some(h), Some(src)) = (
                 s.home_node.and_then(|h| self.topology.index_of(h)),
@@ -91,9 +86,20 @@ impl<S: Sys> LinuxMachine<S> {
                 nodes[h].dram_accesses_by_source[src] += 1;
                 nodes[h].dram_reads += 1;
             }
-            let e = per_thread.entry((s.pid, s.tid)).or_insert((s.node, 0));
-            e.1 += 1;
+            *per_thread.entry((s.pid, s.tid)).or_insert(0) += 1;
         }
+        (nodes, per_thread)
+    }
+
+    /// The epoch's counters, estimated: DRAM traffic from its samples, cycles from each
+    /// thread's CPU time since the last epoch.
+    pub(super) fn counters(
+        &mut self,
+        samples: &[Sample],
+        threads_of: &[(Pid, Vec<ThreadSnapshot>)],
+        duration_ns: u64,
+    ) -> Counters {
+        let (mut nodes, per_thread) = self.tally(samples);
         let (hw, counted) = self.read_counters();
         self.forget_gone_threads(threads_of);
         let mut threads = Vec::new();
@@ -110,7 +116,7 @@ impl<S: Sys> LinuxMachine<S> {
                     .cpu
                     .and_then(|c| self.topology.node_of_cpu(c))
                     .unwrap_or(NodeId(0));
-                let accesses = per_thread.get(&(pid, t.tid)).map_or(0, |e| e.1);
+                let accesses = per_thread.get(&(pid, t.tid)).copied().unwrap_or(0);
                 // Counted where the process has hardware counters (a thread created after
                 // they opened counts with its creator, and reads 0 here); estimated from CPU
                 // time where it has none.

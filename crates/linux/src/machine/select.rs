@@ -22,7 +22,7 @@ pub struct Selection {
 
 impl Selection {
     /// Whether nothing can ever be selected again once the listed pids are gone.
-    pub fn pids_only(&self) -> bool {
+    pub(crate) fn pids_only(&self) -> bool {
         self.comm.is_empty() && self.cgroups.is_empty()
     }
 }

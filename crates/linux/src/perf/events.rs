@@ -22,7 +22,7 @@
 //! required of a table; callers must treat every other event as optional.
 //!
 //! This module only describes events; opening them (perf_event_open) belongs to the syscall
-//! layer, which maps [`EventKind`] to `perf_event_attr.type` (see [`EventKind::fixed_type`]).
+//! layer, which maps [`EventKind`] to `perf_event_attr.type` (see `EventKind::fixed_type`).
 
 use std::collections::BTreeMap;
 
@@ -76,7 +76,8 @@ pub enum EventKind {
 impl EventKind {
     /// The `perf_event_attr.type` when it is fixed by the ABI; `None` for dynamic PMUs whose
     /// type must be read from sysfs.
-    pub fn fixed_type(&self) -> Option<u32> {
+    #[cfg(test)]
+    pub(crate) fn fixed_type(&self) -> Option<u32> {
         match self {
             EventKind::Hardware => Some(PERF_TYPE_HARDWARE),
             EventKind::Raw => Some(PERF_TYPE_RAW),

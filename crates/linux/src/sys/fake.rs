@@ -112,7 +112,8 @@ impl FakeSys {
     }
 
     /// Pretends process `pid` exists with the given pages on the given nodes.
-    pub fn with_process(mut self, pid: i32, pages: &[(u64, i32)]) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_process(mut self, pid: i32, pages: &[(u64, i32)]) -> Self {
         self.live.push(pid);
         for &(addr, node) in pages {
             self.placement.insert((pid, addr), node);
@@ -140,7 +141,8 @@ impl FakeSys {
     }
 
     /// The calls of one kind.
-    pub fn calls_named(&self, name: &str) -> Vec<&Call> {
+    #[cfg(test)]
+    pub(crate) fn calls_named(&self, name: &str) -> Vec<&Call> {
         self.calls.iter().filter(|c| c.name() == name).collect()
     }
 }

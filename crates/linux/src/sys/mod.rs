@@ -6,6 +6,7 @@
 //! every error path, is tested on any machine.
 
 mod fake;
+#[allow(unsafe_code)]
 mod real;
 
 pub use fake::{Call, FakeSys};
@@ -35,7 +36,7 @@ impl Errno {
     pub const E2BIG: Errno = Errno(libc::E2BIG);
     pub const EXDEV: Errno = Errno(libc::EXDEV);
 
-    /// The symbolic name ("EPERM"), or "E<n>".
+    /// The symbolic name ("EPERM"), or `E<n>`.
     pub fn name(self) -> String {
         let known = [
             (Self::EPERM, "EPERM"),
@@ -100,7 +101,7 @@ impl NodeMask {
 
     /// `maxnode` for the kernel: bits in the mask, plus one (the kernel ignores the last bit;
     /// see set_mempolicy(2) BUGS).
-    pub fn maxnode(&self) -> u64 {
+    pub(crate) fn maxnode(&self) -> u64 {
         self.words.len() as u64 * 64 + 1
     }
 
@@ -158,7 +159,7 @@ impl PerfReading {
     /// The count between `earlier` and this reading, scaled up by the share of that time the
     /// counter was not running (perf's own estimate for a multiplexed counter); 0 when it
     /// never ran.
-    pub fn scaled_since(&self, earlier: &PerfReading) -> u64 {
+    pub(crate) fn scaled_since(&self, earlier: &PerfReading) -> u64 {
         let value = self.value.saturating_sub(earlier.value);
         let enabled = self.enabled_ns.saturating_sub(earlier.enabled_ns);
         let running = self.running_ns.saturating_sub(earlier.running_ns);

@@ -71,7 +71,7 @@ impl SysfsRoot {
     }
 
     /// Reads a file that may be absent (`Ok(None)` then).
-    pub fn read_optional(&self, rel: &str) -> Result<Option<String>, SysfsError> {
+    pub(crate) fn read_optional(&self, rel: &str) -> Result<Option<String>, SysfsError> {
         let path = self.path(rel);
         match fs::read(&path) {
             Ok(bytes) => utf8(path, bytes).map(Some),
@@ -81,7 +81,7 @@ impl SysfsRoot {
     }
 
     /// Names of the entries of a directory that may be absent (empty then), sorted.
-    pub fn list_optional(&self, rel: &str) -> Result<Vec<String>, SysfsError> {
+    pub(crate) fn list_optional(&self, rel: &str) -> Result<Vec<String>, SysfsError> {
         let path = self.path(rel);
         let entries = match fs::read_dir(&path) {
             Ok(e) => e,
@@ -104,7 +104,7 @@ impl SysfsRoot {
 
     /// The processes a cgroup v2 directory lists in its `cgroup.procs` (a line that is not a
     /// pid is passed over). An absolute `dir` is read where it is, a relative one under the root.
-    pub fn cgroup_procs(&self, dir: &Path) -> Result<Vec<Pid>, SysfsError> {
+    pub(crate) fn cgroup_procs(&self, dir: &Path) -> Result<Vec<Pid>, SysfsError> {
         let text = read_text(&self.root.join(dir).join("cgroup.procs"))?;
         let pids = text.lines().filter_map(|l| l.trim().parse::<i32>().ok());
         Ok(pids.map(Pid).collect())

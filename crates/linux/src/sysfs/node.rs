@@ -17,7 +17,7 @@ pub struct NodeMeminfo {
 impl SysfsRoot {
     /// `devices/system/node/nodeN/meminfo`: `Node 0 MemTotal:       16315400 kB` → bytes.
     /// Both `MemTotal` and `MemFree` must be there, for this node, in kB.
-    pub fn node_meminfo(&self, node: NodeId) -> Result<NodeMeminfo, SysfsError> {
+    pub(crate) fn node_meminfo(&self, node: NodeId) -> Result<NodeMeminfo, SysfsError> {
         let rel = format!("{NODE_DIR}/node{}/meminfo", node.0);
         let text = self.read(&rel)?;
         let mut fields = BTreeMap::new();

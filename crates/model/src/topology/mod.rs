@@ -10,7 +10,7 @@
 //! * **Links and routes.** Firmware publishes distances, not wiring. We infer that nodes `i` and
 //!   `j` are *not* directly linked when some third node `k` is strictly nearer to both ends
 //!   (`d(i,k) < d(i,j)` and `d(k,j) < d(i,j)`): the traffic then plausibly passes through `k`.
-//!   On the Dell R905 of [Gaud10] (distances 16 for one hop, 22 for two) this
+//!   On the Dell R905 of \[Gaud10\] (distances 16 for one hop, 22 for two) this
 //!   finds the five HyperTransport links of its Figure 1 and no 0-3 link; on fully connected
 //!   machines (Xeon UPI, EPYC Infinity Fabric) it finds every pair linked; a CPU-less CXL node
 //!   is linked only to the socket it hangs off. Routes are shortest paths over the links (fewest
@@ -35,9 +35,9 @@ pub use interconnect::{
     RouteSpec,
 };
 
+use crate::bounds::{MAX_CPUS, MAX_NODES};
 use crate::cpulist;
 use crate::ids::{CpuId, NodeId};
-use crate::limits::{MAX_CPUS, MAX_NODES};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use thiserror::Error;

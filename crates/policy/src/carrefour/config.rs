@@ -4,6 +4,10 @@
 
 use super::pages;
 use crate::PolicyError;
+use rondpoint_policy_api::bounds::{
+    Bounds, COUNT, FRACTION, PERCENT, ParamBounds, SAMPLING_CYCLES, SEED, TRACKED_PAGES,
+    check_config,
+};
 use serde::{Deserialize, Serialize};
 
 /// One of Carrefour's three mechanisms.
@@ -108,54 +112,19 @@ impl Default for CarrefourConfig {
 }
 
 impl CarrefourConfig {
-    /// Checks the parameters: fractions in [0, 1], positive sampling periods, and values the
-    /// page table can count.
+    /// Checks the parameters: each in its range ([`BOUNDS`]: fractions in [0, 1], sampling
+    /// periods, values the page table can count), and the window below its maximum.
     pub(super) fn validate(&self) -> Result<(), PolicyError> {
-        let bad = |m: String| PolicyError::Config {
-            policy: "carrefour".into(),
-            message: m,
-        };
-        if !(0.0..=1.0).contains(&self.mrr_threshold) || !(0.0..=1.0).contains(&self.lar_threshold)
-        {
-            return Err(bad(
-                "mrr_threshold and lar_threshold are fractions in [0, 1]".into(),
-            ));
-        }
-        if self.sampling_period_high_cycles == 0 || self.sampling_period_low_cycles == 0 {
-            return Err(bad("sampling periods must be positive".into()));
-        }
-        if self.min_samples_per_page == 0 || self.min_samples_per_page > u32::from(u16::MAX) {
-            return Err(bad(format!(
-                "min_samples_per_page must be between 1 and {} (samples per page are counted \
-                 in 16 bits)",
-                u16::MAX
-            )));
-        }
-        if self.max_collapses_per_page >= pages::MAX_COLLAPSES {
-            return Err(bad(format!(
-                "max_collapses_per_page must be below {} (collapses are counted up to that)",
-                pages::MAX_COLLAPSES
-            )));
-        }
-        if self.fault_sample_window_max_epochs > pages::MAX_WINDOW_EPOCHS {
-            return Err(bad(format!(
-                "fault_sample_window_max_epochs must be at most {}",
-                pages::MAX_WINDOW_EPOCHS
-            )));
-        }
+        check_config("carrefour", BOUNDS, self)?;
         if self.fault_sample_window_epochs > self.fault_sample_window_max_epochs {
-            return Err(bad(format!(
-                "fault_sample_window_epochs ({}) must be at most fault_sample_window_max_epochs \
-                 ({})",
-                self.fault_sample_window_epochs, self.fault_sample_window_max_epochs
-            )));
-        }
-        if let Some(f) = self.replication_min_free_fraction {
-            if !(0.0..=1.0).contains(&f) {
-                return Err(bad(
-                    "replication_min_free_fraction is a fraction in [0, 1]".into()
-                ));
-            }
+            return Err(PolicyError::Config {
+                policy: "carrefour".into(),
+                message: format!(
+                    "fault_sample_window_epochs ({}) must be at most \
+                     fault_sample_window_max_epochs ({})",
+                    self.fault_sample_window_epochs, self.fault_sample_window_max_epochs
+                ),
+            });
         }
         Ok(())
     }
@@ -171,6 +140,40 @@ impl CarrefourConfig {
         self.techniques.contains(&t)
     }
 }
+
+/// The range of each parameter ([`CarrefourConfig`]).
+pub const BOUNDS: &[ParamBounds] = &[
+    ("maptu_threshold", Bounds::new(0.0, 1e6, "accesses/us")),
+    ("replication_min_free_fraction", FRACTION),
+    ("mrr_threshold", FRACTION),
+    ("mc_imbalance_threshold_pct", PERCENT),
+    ("lar_threshold", FRACTION),
+    // Samples per page are counted in 16 bits.
+    (
+        "min_samples_per_page",
+        Bounds::new(1.0, u16::MAX as f64, "samples"),
+    ),
+    ("min_replication_candidates", COUNT),
+    // Collapses are counted up to pages::MAX_COLLAPSES.
+    (
+        "max_collapses_per_page",
+        Bounds::new(0.0, (pages::MAX_COLLAPSES - 1) as f64, "collapses"),
+    ),
+    ("sampling_period_high_cycles", SAMPLING_CYCLES),
+    ("sampling_period_low_cycles", SAMPLING_CYCLES),
+    ("min_actions_for_high_rate", COUNT),
+    ("max_tracked_pages", TRACKED_PAGES),
+    ("min_samples_when_estimated", COUNT),
+    (
+        "fault_sample_window_epochs",
+        Bounds::new(1.0, pages::MAX_WINDOW_EPOCHS as f64, "epochs"),
+    ),
+    (
+        "fault_sample_window_max_epochs",
+        Bounds::new(1.0, pages::MAX_WINDOW_EPOCHS as f64, "epochs"),
+    ),
+    ("seed", SEED),
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
 //! Carrefour: memory traffic management by co-location, interleaving and replication
-//! (Dashti et al., ASPLOS'13, [Dashti13]; Gaud et al., ACM Queue 2015,
-//! [Gaud15]).
+//! (Dashti et al., ASPLOS'13, \[Dashti13\]; Gaud et al., ACM Queue 2015,
+//! \[Gaud15\]).
 //!
 //! Every epoch (1 s in the paper):
 //!
@@ -47,7 +47,7 @@ mod pages;
 mod replication;
 mod rules;
 
-pub use config::{CarrefourConfig, Technique};
+pub use config::{BOUNDS, CarrefourConfig, Technique};
 pub use global::AppDecision;
 pub use pages::COUNTED_NODES;
 
@@ -59,13 +59,13 @@ use rand_pcg::Pcg64Mcg;
 use replication::Replication;
 use rondpoint_model::metrics::{self as traffic, GlobalMetrics};
 use rondpoint_model::{
-    Action, Capability, Collapse, CounterGroup, Need, Observation, Outcome, PageSize, Pid, Sample,
+    Action, Capability, Collapse, CounterGroup, Need, Observation, Outcome, Sample,
     SamplingRequest, Topology,
 };
 use rules::RuleLists;
 use rustc_hash::FxHashSet;
 
-/// Sampled accesses to one page within the statistics window (see [`Carrefour::page_stats`]).
+/// Sampled accesses to one page within the statistics window (see `Carrefour::page_stats`, in tests).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PageStats {
     /// Samples from each node (dense index, saturating at 255), for the first
@@ -140,13 +140,9 @@ impl Carrefour {
     }
 
     /// Per-application decisions of the last epoch.
-    pub fn last_decisions(&self) -> &[AppDecision] {
+    #[cfg(test)]
+    pub(crate) fn last_decisions(&self) -> &[AppDecision] {
         &self.last_decisions
-    }
-
-    /// Machine-wide metrics of the last epoch.
-    pub fn last_global(&self) -> Option<&GlobalMetrics> {
-        self.last_global.as_ref()
     }
 
     /// Pages tracked in the last epoch.
@@ -156,7 +152,13 @@ impl Carrefour {
 
     /// A page's sampled accesses within the statistics window (per-page access counts by node
     /// and by type, Table 2), if it is tracked; `addr` is any address in the page.
-    pub fn page_stats(&self, pid: Pid, addr: u64, page_size: PageSize) -> Option<PageStats> {
+    #[cfg(test)]
+    pub(crate) fn page_stats(
+        &self,
+        pid: rondpoint_model::Pid,
+        addr: u64,
+        page_size: rondpoint_model::PageSize,
+    ) -> Option<PageStats> {
         let (i, s) = self
             .pages
             .get(&(pid, page_size.align_down(addr), page_size))?;
@@ -295,7 +297,7 @@ impl Policy for Carrefour {
     }
 
     /// Replications that left no replica are forgotten at the next decision, as collapses
-    /// are (see [`replication::unmade`]).
+    /// are (see `replication::unmade`).
     fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
         self.unmade.extend(replication::unmade(actions, outcomes));
     }

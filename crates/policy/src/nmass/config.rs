@@ -2,6 +2,7 @@
 //! unit, its default (the paper's value) and where the paper gives it; ours say so and why.
 
 use crate::PolicyError;
+use rondpoint_policy_api::bounds::{Bounds, ParamBounds, check_config};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -85,7 +86,7 @@ impl Default for Inputs {
 
 impl Inputs {
     /// The NUMA penalty of program `comm` at `mpki`.
-    pub fn penalty_of(&self, comm: &str, mpki: f64) -> f64 {
+    pub(crate) fn penalty_of(&self, comm: &str, mpki: f64) -> f64 {
         let profiled = self.profile.get(comm).and_then(|p| p.numa_penalty);
         match (self.penalty, profiled) {
             (PenaltySource::Profile, Some(np)) => np,
@@ -94,7 +95,7 @@ impl Inputs {
     }
 
     /// The profiled MPKI of program `comm`, when the MPKI comes from the profile.
-    pub fn profiled_mpki(&self, comm: &str) -> Option<f64> {
+    pub(crate) fn profiled_mpki(&self, comm: &str) -> Option<f64> {
         match self.mpki {
             MpkiSource::Profile => self.profile.get(comm).and_then(|p| p.mpki),
             MpkiSource::Measured => None,
@@ -116,45 +117,18 @@ impl Inputs {
     }
 
     /// Whether a machine must count MPKI for these inputs whatever the programs.
-    pub fn needs_counters(&self, refine: bool) -> bool {
+    pub(crate) fn needs_counters(&self, refine: bool) -> bool {
         self.mpki == MpkiSource::Measured && (refine || self.penalty == PenaltySource::Regression)
     }
 
     pub(super) fn check(&self, policy: &str) -> Result<(), PolicyError> {
-        let bad = |message: String| PolicyError::Config {
-            policy: policy.to_string(),
-            message,
-        };
-        let positive = |x: f64| x.is_finite() && x > 0.0;
-        if !(positive(self.regression_intercept)
-            && self.regression_slope.is_finite()
-            && self.regression_slope >= 0.0)
-        {
-            return Err(bad(
-                "inputs.regression_intercept must be positive and inputs.regression_slope \
-                 not negative"
-                    .into(),
-            ));
-        }
-        if !(self.mpki_change_to_redecide.is_finite() && self.mpki_change_to_redecide >= 0.0) {
-            return Err(bad(format!(
-                "inputs.mpki_change_to_redecide must be a fraction, not {}",
-                self.mpki_change_to_redecide
-            )));
-        }
-        for (name, p) in &self.profile {
-            if let Some(v) = p.numa_penalty.filter(|v| !positive(*v)) {
-                return Err(bad(format!(
-                    "inputs.profile.{name}.numa_penalty = {v}: a NUMA penalty is a positive ratio"
-                )));
-            }
-            if let Some(v) = p.mpki.filter(|v| !(v.is_finite() && *v >= 0.0)) {
-                return Err(bad(format!(
-                    "inputs.profile.{name}.mpki = {v}: an MPKI is not negative"
-                )));
-            }
-        }
-        Ok(())
+        check_config(
+            policy,
+            MAXIMUM_LOCAL_BOUNDS,
+            &MaximumLocalConfig {
+                inputs: self.clone(),
+            },
+        )
     }
 }
 
@@ -208,14 +182,41 @@ impl Default for NMassConfig {
 
 impl NMassConfig {
     pub(super) fn check(&self, policy: &str) -> Result<(), PolicyError> {
-        self.inputs.check(policy)?;
-        let positive = |x: f64| x.is_finite() && x > 0.0;
-        if !(positive(self.threshold_mpki) && positive(self.reference_link_gbs)) {
-            return Err(PolicyError::Config {
-                policy: policy.to_string(),
-                message: "threshold_mpki and reference_link_gbs must be positive".into(),
-            });
-        }
-        Ok(())
+        check_config(policy, NMASS_BOUNDS, self)
     }
 }
+
+/// N-MASS's inputs, as in maximum-local and n-mass.
+const INPUT_BOUNDS: [ParamBounds; 5] = [
+    (
+        "inputs.regression_intercept",
+        Bounds::new(0.001, 100.0, "CPI ratio"),
+    ),
+    (
+        "inputs.regression_slope",
+        Bounds::new(0.0, 10.0, "CPI ratio per MPKI"),
+    ),
+    (
+        "inputs.mpki_change_to_redecide",
+        Bounds::new(0.0, 100.0, ""),
+    ),
+    (
+        "inputs.profile.*.numa_penalty",
+        Bounds::new(0.1, 100.0, "CPI ratio"),
+    ),
+    ("inputs.profile.*.mpki", Bounds::new(0.0, 1000.0, "MPKI")),
+];
+
+/// The range of each parameter of maximum-local ([`MaximumLocalConfig`]).
+pub const MAXIMUM_LOCAL_BOUNDS: &[ParamBounds] = &INPUT_BOUNDS;
+
+/// The range of each parameter of n-mass ([`NMassConfig`]).
+pub const NMASS_BOUNDS: &[ParamBounds] = &[
+    INPUT_BOUNDS[0],
+    INPUT_BOUNDS[1],
+    INPUT_BOUNDS[2],
+    INPUT_BOUNDS[3],
+    INPUT_BOUNDS[4],
+    ("threshold_mpki", Bounds::new(0.001, 1e6, "MPKI")),
+    ("reference_link_gbs", Bounds::new(0.001, 100_000.0, "GB/s")),
+];

@@ -43,7 +43,7 @@ impl Processors {
 
     /// `get_next_available_core(node)` of [Majo11 §3.3]: a free core of `node`, else of the
     /// nearest node with one; `None` when every core is taken.
-    pub fn next_available(&self, node: usize, free: &[usize]) -> Option<usize> {
+    pub(crate) fn next_available(&self, node: usize, free: &[usize]) -> Option<usize> {
         std::iter::once(node)
             .chain(self.fallback[node].iter().copied())
             .find(|&d| free[d] > 0)
@@ -58,7 +58,7 @@ impl Processors {
 /// head only if its penalty is strictly higher. On two nodes this is the listing; on more,
 /// the merge takes the highest head among all lists (ours). Returns (process, node) in merge
 /// order, descending penalty; a process that finds no free core anywhere is left out.
-pub fn map_maxlocal(procs: &[Proc], machine: &Processors) -> Vec<(usize, usize)> {
+pub(crate) fn map_maxlocal(procs: &[Proc], machine: &Processors) -> Vec<(usize, usize)> {
     let n = machine.cores.len();
     let mut order: Vec<usize> = (0..procs.len()).collect();
     order.sort_by(|&a, &b| procs[b].np.total_cmp(&procs[a].np));

@@ -1,4 +1,4 @@
-//! N-MASS and maximum-local [Majo11]: mapping single-threaded processes onto the cores of a
+//! N-MASS and maximum-local \[Majo11\]: mapping single-threaded processes onto the cores of a
 //! NUMA machine between data locality and cache contention.
 //!
 //! Each process has a home, the node holding its memory ([`home`]). `maximum-local`
@@ -22,10 +22,10 @@
 //! scaled by the link bandwidth, more than two nodes (Algorithm 2 merges all nodes' lists,
 //! Algorithm 3 refines the most against the least pressured node; both reduce to the listings
 //! on two nodes), exchanges when the destination is full, and processes beyond the number of
-//! cores left where they run (a run that starts with more is refused, [`Policy::check`]).
+//! cores left where they run (a run that starts with more is refused, by `Policy::accepts`).
 
+mod cfs;
 mod config;
-mod default;
 mod maxlocal;
 mod plan;
 mod refine;
@@ -34,10 +34,17 @@ mod view;
 #[cfg(test)]
 mod tests;
 
-pub use config::{Inputs, MaximumLocalConfig, MpkiSource, NMassConfig, PenaltySource, Profile};
-pub use default::{DefaultConfig, DefaultSchedule, balanced_splits};
-pub use maxlocal::{Proc, Processors, map_maxlocal};
-pub use refine::{Decision, RefineParams, Refinement, refine_mapping};
+#[cfg(test)]
+pub(crate) use cfs::balanced_splits;
+pub use cfs::{CFS_BOUNDS, CfsAverage, CfsAverageConfig};
+pub use config::{
+    Inputs, MAXIMUM_LOCAL_BOUNDS, MaximumLocalConfig, MpkiSource, NMASS_BOUNDS, NMassConfig,
+    PenaltySource, Profile,
+};
+pub(crate) use maxlocal::map_maxlocal;
+pub use maxlocal::{Proc, Processors};
+pub(crate) use refine::refine_mapping;
+pub use refine::{Decision, RefineParams, Refinement};
 pub use view::{Managed, home};
 
 use crate::{Policy, PolicyError};
@@ -45,6 +52,7 @@ use rondpoint_model::{
     Action, Capability, CpuId, Need, Observation, Outcome, OutcomeStatus, Pid, ProcessInfo,
     SamplingRequest, Tid, Topology,
 };
+use rondpoint_policy_api::Refusal;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The refinement's parameters as configured.
@@ -186,15 +194,15 @@ impl NMass {
 }
 
 /// [Majo11 §3.3, Limitations]: at most one process per core.
-fn check_fits(topology: &Topology, processes: usize) -> Result<(), String> {
+fn check_fits(topology: &Topology, processes: usize) -> Result<(), Refusal> {
     let cores = topology.cpu_count();
     if processes <= cores {
         return Ok(());
     }
-    Err(format!(
+    Err(Refusal(format!(
         "{processes} processes on {cores} cores: N-MASS maps at most one process per core; it \
          decides spatial multiplexing, not temporal multiplexing [Majo11 §3.3, Limitations]"
-    ))
+    )))
 }
 
 impl Policy for NMass {
@@ -219,7 +227,7 @@ impl Policy for NMass {
         needs
     }
 
-    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
         check_fits(topology, processes.len())
     }
 

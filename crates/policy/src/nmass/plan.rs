@@ -1,5 +1,5 @@
 //! Carrying a mapping of processes to nodes out as thread pins: every thread of a process on
-//! one core of its node, as [Majo11] maps processes onto cores (its programs are
+//! one core of its node, as \[Majo11\] maps processes onto cores (its programs are
 //! single-threaded).
 
 use super::view::Managed;

@@ -101,7 +101,8 @@ impl<'a> Refinement<'a> {
     }
 
     /// The processes on a node, front to back.
-    pub fn processes_on(&self, node: usize) -> Vec<usize> {
+    #[cfg(test)]
+    pub(crate) fn processes_on(&self, node: usize) -> Vec<usize> {
         self.lists
             .get(node)
             .map_or(Vec::new(), |l| l.iter().copied().collect())
@@ -236,7 +237,7 @@ impl<'a> Refinement<'a> {
 }
 
 /// Algorithm 3 on a maximum-local mapping: the node of every process.
-pub fn refine_mapping(
+pub(crate) fn refine_mapping(
     procs: &[Proc],
     machine: &Processors,
     maxlocal: &[(usize, usize)],

@@ -92,7 +92,7 @@ pub fn mpki(counters: &Counters, pid: Pid) -> Option<f64> {
 }
 
 /// The narrowest interconnect link's capacity per direction the machine reports (bytes/s).
-pub fn narrowest_link(counters: &Counters) -> Option<f64> {
+pub(crate) fn narrowest_link(counters: &Counters) -> Option<f64> {
     counters
         .links
         .iter()

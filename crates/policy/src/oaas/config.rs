@@ -1,6 +1,8 @@
-//! The parameters of the [Gaud10] policies: each one named, with its unit, default and
+//! The parameters of the \[Gaud10\] policies: each one named, with its unit, default and
 //! source (the paper's, or ours and why).
 
+use rondpoint_policy_api::FileParam;
+use rondpoint_policy_api::bounds::{Bounds, FRACTION, PERIOD_MS, ParamBounds, SEED};
 use serde::{Deserialize, Serialize};
 
 /// Where OAAS puts the applications before its first decision.
@@ -37,10 +39,10 @@ pub struct OaasConfig {
     pub min_gain_points: f64,
     /// The MAPI-to-gap curve: `"builtin"` for the curve rondpoint ships for a machine of this
     /// shape (node count, fast and slow nodes; `rondpoint calibrate` made them on the
-    /// simulator's presets), or the path of a file `rondpoint calibrate -o FILE` wrote
-    /// (read when the policy is built). [Gaud10 §5.2] generates it "by running the
-    /// microbenchmark at system startup". Default `"builtin"`.
-    pub curve: String,
+    /// simulator's presets), or the path of a file `rondpoint calibrate -o FILE` wrote (read
+    /// by the program before the policy is built). [Gaud10 §5.2] generates it "by running
+    /// the microbenchmark at system startup". Default `"builtin"`.
+    pub curve: Curve,
     /// `random` (default: the paper's evaluation setup, [Gaud10 §5.3]), `in-order` or `none`;
     /// see [`InitialPlacement`].
     pub initial_placement: InitialPlacement,
@@ -54,11 +56,26 @@ impl Default for OaasConfig {
         Self {
             period_ms: 300,
             min_gain_points: 5.0,
-            curve: "builtin".into(),
+            curve: Curve::Name("builtin".into()),
             initial_placement: InitialPlacement::Random,
             seed: 1,
         }
     }
+}
+
+/// The file parameter of oaas and oaas-nopm: `curve`, unless `"builtin"`.
+pub const CURVE_FILE: &[FileParam] = &[FileParam {
+    key: "curve",
+    keywords: &["builtin"],
+}];
+
+/// `oaas.curve`: a name (`"builtin"`, or a file's path not read yet), or a file's path and
+/// the text the program read from it (`rondpoint_policy_api::Registry::resolve_files`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Curve {
+    Name(String),
+    File { path: String, text: String },
 }
 
 /// `[static]` parameters.
@@ -106,7 +123,7 @@ impl Default for RandomConfig {
 /// `[linux]` parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct LinuxConfig {
+pub struct LinuxSpreadConfig {
     /// Chance that the load balancer has exchanged a given thread with a thread of another
     /// application on another node by the time the programs settle (0 to 1). Default 0.25:
     /// chosen. [Gaud10 §4.1] says Linux "usually" spreads an application's threads one per
@@ -118,7 +135,7 @@ pub struct LinuxConfig {
     pub seed: u64,
 }
 
-impl Default for LinuxConfig {
+impl Default for LinuxSpreadConfig {
     fn default() -> Self {
         Self {
             exchange_probability: 0.25,
@@ -126,3 +143,16 @@ impl Default for LinuxConfig {
         }
     }
 }
+
+/// The range of each parameter of oaas and oaas-nopm ([`OaasConfig`]).
+pub const OAAS_BOUNDS: &[ParamBounds] = &[
+    ("period_ms", PERIOD_MS),
+    ("min_gain_points", Bounds::new(0.0, 1000.0, "points")),
+    ("seed", SEED),
+];
+
+/// The range of random's parameter ([`RandomConfig`]).
+pub const RANDOM_BOUNDS: &[ParamBounds] = &[("seed", SEED)];
+
+/// The range of each parameter of linux-spread ([`LinuxSpreadConfig`]).
+pub const SPREAD_BOUNDS: &[ParamBounds] = &[("exchange_probability", FRACTION), ("seed", SEED)];

@@ -11,6 +11,7 @@ use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
     Action, Capability, Need, NodeClass, NodeId, Observation, ProcessInfo, Topology,
 };
+use rondpoint_policy_api::Refusal;
 
 /// [Gaud10 Table 4]: the node class of applications 1 to 4 of a group, on a machine with two
 /// fast and two slow nodes.
@@ -79,15 +80,15 @@ impl Static {
         &self,
         topology: &Topology,
         processes: &[ProcessInfo],
-    ) -> Result<Vec<NodeId>, String> {
+    ) -> Result<Vec<NodeId>, Refusal> {
         one_per_node(topology, processes)?;
         if processes.len() != self.fast.len() {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "mapping '{}' places {} applications; there are {}",
                 self.mapping,
                 self.fast.len(),
                 processes.len()
-            ));
+            )));
         }
         let (mut fast, mut slow) = (
             nodes_of(topology, NodeClass::Fast).into_iter(),
@@ -99,14 +100,14 @@ impl Static {
             .map(|&f| if f { fast.next() } else { slow.next() })
             .collect::<Option<Vec<NodeId>>>()
             .ok_or_else(|| {
-                format!(
+                Refusal(format!(
                     "mapping '{}' needs {} fast and {} slow nodes; this machine has {} and {}",
                     self.mapping,
                     want(true),
                     want(false),
                     nodes_of(topology, NodeClass::Fast).len(),
                     nodes_of(topology, NodeClass::Slow).len()
-                )
+                ))
             })
     }
 }
@@ -120,7 +121,7 @@ impl Policy for Static {
         vec![placement_need()]
     }
 
-    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
         self.nodes = self.assign(topology, processes)?;
         Ok(())
     }
@@ -159,7 +160,7 @@ impl Policy for Random {
         vec![placement_need()]
     }
 
-    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
         one_per_node(topology, processes)
     }
 

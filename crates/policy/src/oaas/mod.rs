@@ -1,4 +1,4 @@
-//! Asymmetry-aware scheduling of applications [Gaud10]. On machines whose interconnect is not
+//! Asymmetry-aware scheduling of applications \[Gaud10\]. On machines whose interconnect is not
 //! fully connected, the nodes that need more hops to probe the others are slow even for local
 //! accesses (the `fast`/`slow` node classes of [`rondpoint_model::Topology`], [Gaud10 §2]), and
 //! memory-intensive applications run up to 15% slower there (Table 2).
@@ -11,7 +11,7 @@
 //! - `oaas-nopm`: the same without page migration (OAAS-noPM, §5.3).
 //! - `static` ([`Static`]): the fixed mappings M0-M5 of Table 4.
 //! - `random` ([`Random`]): each application on a node drawn at random (§4.2).
-//! - `linux` ([`LinuxLike`]): a model of Linux's scheduler for the simulator, which has none of
+//! - `linux` ([`LinuxSpread`]): a model of Linux's scheduler for the simulator, which has none of
 //!   its own: threads usually spread one per node (§4.1), exchanged at random between
 //!   applications by load balancing (§4.2).
 //!
@@ -20,21 +20,25 @@
 //! nothing to do and says so.
 
 mod config;
-mod linux;
 mod mapping;
 mod scheduler;
+mod spread;
 
 #[cfg(test)]
 mod tests;
 
-pub use config::{InitialPlacement, LinuxConfig, OaasConfig, RandomConfig, StaticConfig};
-pub use linux::LinuxLike;
+pub use config::{
+    CURVE_FILE, Curve, InitialPlacement, LinuxSpreadConfig, OAAS_BOUNDS, OaasConfig, RANDOM_BOUNDS,
+    RandomConfig, SPREAD_BOUNDS, StaticConfig,
+};
 pub use mapping::{Random, Static, TABLE4};
 pub use scheduler::{AppView, MapiSource, Oaas};
+pub use spread::LinuxSpread;
 
 use rondpoint_model::{
     Action, CurveError, CurveMachine, GapCurve, NodeClass, NodeId, ProcessInfo, Topology,
 };
+use rondpoint_policy_api::Refusal;
 
 /// The MAPI-to-gap curves rondpoint ships: `rondpoint calibrate --machine PRESET` on the
 /// simulator's presets with slow nodes (a test checks each still matches a fresh calibration).
@@ -52,8 +56,8 @@ pub fn builtin_curves() -> Result<Vec<(&'static str, GapCurve)>, CurveError> {
 }
 
 /// The built-in curve for a machine of this topology's shape, or why there is none.
-fn builtin_curve_for(topology: &Topology) -> Result<GapCurve, String> {
-    let curves = builtin_curves().map_err(|e| format!("built-in curve: {e}"))?;
+fn builtin_curve_for(topology: &Topology) -> Result<GapCurve, Refusal> {
+    let curves = builtin_curves().map_err(|e| Refusal(format!("built-in curve: {e}")))?;
     let mut shapes = Vec::new();
     for (name, c) in curves {
         if c.check_machine(topology).is_ok() {
@@ -61,12 +65,12 @@ fn builtin_curve_for(topology: &Topology) -> Result<GapCurve, String> {
         }
         shapes.push(format!("{name}, {}", c.machine_shape().describe()));
     }
-    Err(format!(
+    Err(Refusal(format!(
         "no built-in MAPI-to-gap curve for a machine of {} (built-in: {}); run `rondpoint \
          calibrate -o FILE` on it and set oaas.curve = FILE",
         CurveMachine::of(topology).describe(),
         shapes.join("; ")
-    ))
+    )))
 }
 
 /// The CPU nodes of a class, by node number.
@@ -90,16 +94,16 @@ fn cpu_nodes(topology: &Topology) -> Vec<NodeId> {
         .collect()
 }
 
-/// Refuses more applications than CPU nodes: the [Gaud10] policies give each application a
+/// Refuses more applications than CPU nodes: the \[Gaud10\] policies give each application a
 /// node of its own (§4: "assigning one processor to a given application").
-fn one_per_node(topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+fn one_per_node(topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
     let nodes = cpu_nodes(topology).len();
     if processes.len() > nodes {
-        return Err(format!(
+        return Err(Refusal(format!(
             "{} applications for {nodes} CPU nodes: the policies of [Gaud10] give each \
              application a node of its own (§4), so at most {nodes} can be managed here",
             processes.len()
-        ));
+        )));
     }
     Ok(())
 }

@@ -16,7 +16,7 @@
 //! - Applications without instructions in the period (finished, or not started) are left
 //!   where they are.
 
-use super::config::{InitialPlacement, OaasConfig};
+use super::config::{Curve, InitialPlacement, OAAS_BOUNDS, OaasConfig};
 use super::{builtin_curve_for, cpu_nodes, home, nodes_of, one_per_node, place};
 use crate::{Policy, PolicyError};
 use rand::SeedableRng;
@@ -26,7 +26,8 @@ use rondpoint_model::{
     Action, Capabilities, Capability, CounterGroup, GapCurve, Need, NodeClass, NodeId, Observation,
     Pid, ProcessInfo, Support, Topology,
 };
-use rondpoint_safeio::InputKind;
+use rondpoint_policy_api::Refusal;
+use rondpoint_policy_api::bounds::check_config;
 use std::collections::BTreeMap;
 
 /// Which counter gives an application's main-memory accesses.
@@ -74,35 +75,33 @@ pub struct Oaas {
 
 impl Oaas {
     /// `oaas`: moves carry the application's pages.
-    pub fn with_pages(config: OaasConfig) -> Result<Self, PolicyError> {
+    pub(crate) fn with_pages(config: OaasConfig) -> Result<Self, PolicyError> {
         Self::new("oaas", true, config)
     }
 
     /// `oaas-nopm`: moves leave the pages where they are.
-    pub fn without_pages(config: OaasConfig) -> Result<Self, PolicyError> {
+    pub(crate) fn without_pages(config: OaasConfig) -> Result<Self, PolicyError> {
         Self::new("oaas-nopm", false, config)
     }
 
     fn new(name: &'static str, with_memory: bool, config: OaasConfig) -> Result<Self, PolicyError> {
-        let bad = |message: String| PolicyError::Config {
-            policy: name.to_string(),
-            message,
-        };
-        if config.period_ms == 0 {
-            return Err(bad("period_ms must be at least 1".into()));
-        }
-        if !(config.min_gain_points.is_finite() && config.min_gain_points >= 0.0) {
-            return Err(bad("min_gain_points must be a number >= 0".into()));
-        }
-        let file_curve = match config.curve.as_str() {
-            "builtin" => None,
-            path => {
-                let text = rondpoint_safeio::read_text(path.as_ref(), InputKind::GapCurve)
-                    .map_err(|e| bad(format!("curve file: {e}")))?;
-                Some(
-                    GapCurve::from_toml(&text)
-                        .map_err(|e| bad(format!("curve file '{path}': {e}")))?,
-                )
+        check_config(name, OAAS_BOUNDS, &config)?;
+        let file_curve = match &config.curve {
+            Curve::Name(n) if n == "builtin" => None,
+            Curve::Name(path) => {
+                return Err(PolicyError::Config {
+                    policy: name.to_string(),
+                    message: format!(
+                        "curve = '{path}': the file was not read (the program that builds the \
+                         policy reads the files parameters name, see Registry::resolve_files)"
+                    ),
+                });
+            }
+            Curve::File { path, text } => {
+                Some(GapCurve::from_toml(text).map_err(|e| PolicyError::Config {
+                    policy: name.to_string(),
+                    message: format!("curve file '{path}': {e}"),
+                })?)
             }
         };
         Ok(Self {
@@ -131,7 +130,8 @@ impl Oaas {
     }
 
     /// Every application OAAS judged at its last decision, by pid.
-    pub fn last_decision(&self) -> &[AppView] {
+    #[cfg(test)]
+    pub(crate) fn last_decision(&self) -> &[AppView] {
         &self.last
     }
 
@@ -143,10 +143,11 @@ impl Oaas {
 
     /// Takes the machine: refuses one it cannot schedule, finds the curve, or notes that there
     /// is nothing to do.
-    fn prepare(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+    fn prepare(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
         one_per_node(topology, processes)?;
         if let Some(c) = &self.file_curve {
-            c.check_machine(topology).map_err(|e| e.to_string())?;
+            c.check_machine(topology)
+                .map_err(|e| Refusal(e.to_string()))?;
         }
         if nodes_of(topology, NodeClass::Slow).is_empty() {
             let why = "every CPU node of this machine is fast (no node needs more hops than \
@@ -336,7 +337,7 @@ impl Policy for Oaas {
         }
     }
 
-    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), String> {
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
         self.prepare(topology, processes)
     }
 

@@ -243,13 +243,12 @@ fn a_symmetric_machine_makes_it_a_no_op_that_says_so() {
 
 #[test]
 fn a_curve_of_another_machine_and_too_many_applications_are_refused() {
-    let dir = std::env::temp_dir().join(format!("rondpoint-oaas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("curve.toml");
     let (_, c) = builtin_curves().unwrap().remove(0);
-    std::fs::write(&path, c.to_toml().unwrap()).unwrap();
     let config = OaasConfig {
-        curve: path.display().to_string(),
+        curve: Curve::File {
+            path: "curve.toml".into(),
+            text: c.to_toml().unwrap(),
+        },
         ..OaasConfig::default()
     };
     let mut o = Oaas::with_pages(config.clone()).unwrap();
@@ -258,7 +257,7 @@ fn a_curve_of_another_machine_and_too_many_applications_are_refused() {
         .distances(vec![vec![10, 16, 16], vec![16, 10, 22], vec![16, 22, 10]])
         .build()
         .unwrap();
-    let err = o.accepts(&three, &[app(0, 0)]).unwrap_err();
+    let err = o.accepts(&three, &[app(0, 0)]).unwrap_err().to_string();
     assert!(
         err.contains("measured on 'r905-asymmetric', 4 nodes"),
         "{err}"
@@ -270,20 +269,35 @@ fn a_curve_of_another_machine_and_too_many_applications_are_refused() {
     // The same file on the R905 is fine.
     assert!(o.accepts(&r905(), &[app(0, 0)]).is_ok());
     let procs: Vec<ProcessInfo> = (0..5).map(|i| app(i, 0)).collect();
-    let err = o.accepts(&r905(), &procs).unwrap_err();
+    let err = o.accepts(&r905(), &procs).unwrap_err().to_string();
     assert!(err.contains("5 applications for 4 CPU nodes"), "{err}");
-    // A file that is not there is an error when the policy is built.
-    let missing = OaasConfig {
-        curve: dir.join("none.toml").display().to_string(),
+    // A file that was not read (the caller reads them) or is not a curve: an error when the
+    // policy is built.
+    let unread = OaasConfig {
+        curve: Curve::Name("none.toml".into()),
         ..OaasConfig::default()
     };
-    let err = Oaas::with_pages(missing).err().unwrap().to_string();
-    assert!(err.starts_with("[oaas] configuration: curve file"), "{err}");
+    let err = Oaas::with_pages(unread).err().unwrap().to_string();
+    assert!(
+        err.starts_with("[oaas] configuration: curve = 'none.toml'"),
+        "{err}"
+    );
+    let garbled = OaasConfig {
+        curve: Curve::File {
+            path: "x.toml".into(),
+            text: "points = 3".into(),
+        },
+        ..OaasConfig::default()
+    };
+    let err = Oaas::with_pages(garbled).err().unwrap().to_string();
+    assert!(
+        err.starts_with("[oaas] configuration: curve file 'x.toml'"),
+        "{err}"
+    );
     // No built-in curve for the 3-node machine.
     let mut o = Oaas::with_pages(OaasConfig::default()).unwrap();
-    let err = o.accepts(&three, &[app(0, 0)]).unwrap_err();
+    let err = o.accepts(&three, &[app(0, 0)]).unwrap_err().to_string();
     assert!(err.contains("no built-in MAPI-to-gap curve"), "{err}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -368,12 +382,12 @@ fn static_mappings_follow_table_4() {
         ..StaticConfig::default()
     })
     .unwrap();
-    let err = s.accepts(&t, &procs[..3]).unwrap_err();
+    let err = s.accepts(&t, &procs[..3]).unwrap_err().to_string();
     assert!(
         err.contains("needs 3 fast and 0 slow nodes; this machine has 2 and 2"),
         "{err}"
     );
-    let err = s.accepts(&t, &procs).unwrap_err();
+    let err = s.accepts(&t, &procs).unwrap_err().to_string();
     assert!(err.contains("places 3 applications; there are 4"), "{err}");
 }
 
@@ -381,7 +395,7 @@ fn static_mappings_follow_table_4() {
 fn linux_spreads_each_application_from_a_random_node_and_exchanges_some_threads() {
     let t = r905();
     let procs: Vec<ProcessInfo> = (0..4).map(|i| app(i, 0)).collect();
-    let spread_only = LinuxLike::new(LinuxConfig {
+    let spread_only = LinuxSpread::new(LinuxSpreadConfig {
         exchange_probability: 0.0,
         seed: 3,
     })
@@ -399,9 +413,9 @@ fn linux_spreads_each_application_from_a_random_node_and_exchanges_some_threads(
     }
     // With exchanges, some applications end with two threads on one node; seeds differ.
     let concentrated = |seed| {
-        let l = LinuxLike::new(LinuxConfig {
+        let l = LinuxSpread::new(LinuxSpreadConfig {
             seed,
-            ..LinuxConfig::default()
+            ..LinuxSpreadConfig::default()
         })
         .unwrap();
         let d = l.deal(&t, &procs);
@@ -421,7 +435,7 @@ fn linux_spreads_each_application_from_a_random_node_and_exchanges_some_threads(
         "{counts:?}"
     );
     assert!(
-        LinuxLike::new(LinuxConfig {
+        LinuxSpread::new(LinuxSpreadConfig {
             exchange_probability: 1.5,
             seed: 1
         })

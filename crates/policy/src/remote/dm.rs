@@ -25,6 +25,7 @@
 //! balancing, as in the paper's runs), cost what they cost.
 
 use rondpoint_model::{Action, NodeId, NodeList, Observation, Pid, ProcessInfo, Topology};
+use rondpoint_policy_api::bounds::{Bounds, FRACTION, MOVE_MIB, PERCENT, ParamBounds};
 use serde::{Deserialize, Serialize};
 
 /// Bytes of a base page: the unit of [`Action::MoveNodePages`].
@@ -209,6 +210,14 @@ impl Traffic {
         })
     }
 }
+
+/// The range of each parameter ([`DmConfig`]).
+pub const BOUNDS: &[ParamBounds] = &[
+    ("period_epochs", Bounds::new(1.0, 1e6, "epochs")),
+    ("imbalance_pct", PERCENT),
+    ("min_remote_share", FRACTION),
+    ("batch_mib", MOVE_MIB),
+];
 
 #[cfg(test)]
 mod tests {

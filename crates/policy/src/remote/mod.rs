@@ -1,4 +1,4 @@
-//! Remote placement under memory pressure [Choe21]: where the memory of a program whose local
+//! Remote placement under memory pressure \[Choe21\]: where the memory of a program whose local
 //! node is full should go. Linux takes the next node of a static fallback list [Choe21
 //! Figure 1], so every overflowing program piles its remote memory on the same neighbour.
 //!
@@ -6,7 +6,7 @@
 //!   overflow interleaved page by page over the remote nodes.
 //! - `usage-aware` (UA, [Choe21 §3.2]): the overflow on the least-used remote node.
 //! - `dm` ([Choe21 §4, §5.2]): AutoNUMA, plus periodic moves of a noisy tenant's pages from
-//!   the busiest node to the least busy one ([`dm`]); allocation stays first-touch.
+//!   the busiest node to the least busy one ([`dm`](mod@dm)); allocation stays first-touch.
 //! - `ua-dm`: usage-aware at allocation, `dm` to rebalance traffic after.
 //!
 //! Both placements use the nearest tier of remote nodes with room first ([Choe21 §7];
@@ -14,7 +14,7 @@
 //! ([`Capability::OverflowPlacement`]: the simulator, as an in-kernel policy would), the
 //! policy sets [`MemPolicy::Overflow`] before the programs start; elsewhere (a live Linux
 //! machine) it lets the kernel fall back and moves the overflow where the rule would have put
-//! it ([`reactive`]). `mode` chooses; `auto` takes allocation where the machine has it.
+//! it (`reactive`). `mode` chooses; `auto` takes allocation where the machine has it.
 
 pub mod dm;
 mod reactive;
@@ -28,6 +28,7 @@ use rondpoint_model::{
     Action, Capabilities, Capability, MemPolicy, Need, NodeTiers, Observation, OverflowSpread,
     ProcessInfo, SamplingRequest, Support, Topology,
 };
+use rondpoint_policy_api::bounds::{Bounds, FRACTION, MOVE_MIB, PERCENT, ParamBounds};
 use serde::{Deserialize, Serialize};
 use tiers::Grouping;
 
@@ -249,7 +250,7 @@ pub fn hybrid(c: HybridConfig) -> RemotePlacement {
 }
 
 /// `usage-aware`.
-pub fn usage_aware(c: UsageAwareConfig) -> RemotePlacement {
+pub(crate) fn usage_aware(c: UsageAwareConfig) -> RemotePlacement {
     RemotePlacement {
         name: "usage-aware",
         placement: Some(Placement::new(
@@ -274,7 +275,7 @@ pub fn dm(c: DmConfig) -> RemotePlacement {
 }
 
 /// `ua-dm`.
-pub fn ua_dm(c: UaDmConfig) -> RemotePlacement {
+pub(crate) fn ua_dm(c: UaDmConfig) -> RemotePlacement {
     RemotePlacement {
         name: "ua-dm",
         placement: Some(Placement::new(
@@ -295,7 +296,8 @@ fn linux_autonuma() -> AutoNuma {
 
 impl RemotePlacement {
     /// Whether overflow is placed at allocation (after `configure`).
-    pub fn places_at_allocation(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn places_at_allocation(&self) -> bool {
         self.placement.as_ref().is_some_and(|p| p.at_allocation)
     }
 }
@@ -379,6 +381,22 @@ impl Policy for RemotePlacement {
             .map_or(SamplingRequest::NONE, AutoNuma::sampling)
     }
 }
+
+/// The range of each parameter of hybrid and usage-aware ([`HybridConfig`], [`UsageAwareConfig`]).
+pub const HYBRID_BOUNDS: &[ParamBounds] = &[
+    ("max_move_mib_per_epoch", MOVE_MIB),
+    ("min_move_mib", Bounds::new(0.0, 1_048_576.0, "MiB")),
+];
+
+/// The range of each parameter of ua-dm ([`UaDmConfig`]).
+pub const UA_DM_BOUNDS: &[ParamBounds] = &[
+    ("max_move_mib_per_epoch", MOVE_MIB),
+    ("min_move_mib", Bounds::new(0.0, 1_048_576.0, "MiB")),
+    ("dm.period_epochs", Bounds::new(1.0, 1e6, "epochs")),
+    ("dm.imbalance_pct", PERCENT),
+    ("dm.min_remote_share", FRACTION),
+    ("dm.batch_mib", MOVE_MIB),
+];
 
 #[cfg(test)]
 mod tests;

@@ -21,7 +21,7 @@ pub enum Grouping {
 
 /// The tiers of remote nodes with memory for a page touched from `local`, nearest first;
 /// within a tier, by node number.
-pub fn tiers_of(topology: &Topology, local: NodeId, grouping: Grouping) -> Vec<Vec<NodeId>> {
+pub(crate) fn tiers_of(topology: &Topology, local: NodeId, grouping: Grouping) -> Vec<Vec<NodeId>> {
     let remote = topology
         .nodes()
         .iter()
@@ -49,7 +49,7 @@ pub fn tiers_of(topology: &Topology, local: NodeId, grouping: Grouping) -> Vec<V
 }
 
 /// The tiers of every node with CPUs (where pages are first touched).
-pub fn all_tiers(topology: &Topology, grouping: Grouping) -> Vec<NodeTiers> {
+pub(crate) fn all_tiers(topology: &Topology, grouping: Grouping) -> Vec<NodeTiers> {
     topology
         .nodes()
         .iter()

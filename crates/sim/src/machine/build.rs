@@ -9,6 +9,7 @@ use crate::scenario::{
 use crate::spec::MachineSpec;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
+use rondpoint_model::bounds::Invalid;
 use rondpoint_model::{MemPolicy, NodeId, PageSize, Pid, SamplingRequest, Tid};
 
 impl SimMachine {
@@ -20,13 +21,13 @@ impl SimMachine {
         config: SimConfig,
     ) -> Result<Self, SimError> {
         let n = spec.nodes();
-        let impossible = |what: String| SimError::Impossible {
+        let impossible = |what: Invalid| SimError::Impossible {
             scenario: scenario.name.clone(),
             machine: spec.name.clone(),
-            what,
+            what: what.0,
         };
         if n > MAX_NODES {
-            return Err(impossible(format!("more than {MAX_NODES} nodes")));
+            return Err(impossible(Invalid(format!("more than {MAX_NODES} nodes"))));
         }
         if scenario.apps.is_empty() {
             return Err(impossible("the scenario has no [[app]]".into()));
@@ -98,7 +99,7 @@ impl SimMachine {
 
 /// Refuses a scenario whose regions, rounded up to their pages, need more memory than the
 /// machine can give applications (`free`, per node), before any region is built.
-fn check_footprint(scenario: &Scenario, free: &[f64]) -> Result<(), String> {
+fn check_footprint(scenario: &Scenario, free: &[f64]) -> Result<(), Invalid> {
     let (mut footprint, mut pages) = (0.0, 0.0);
     for r in scenario.apps.iter().flat_map(|a| &a.regions) {
         let page = r.page_size.bytes() as f64;
@@ -111,12 +112,12 @@ fn check_footprint(scenario: &Scenario, free: &[f64]) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let capacity: f64 = free.iter().sum();
     if footprint > capacity {
-        return Err(format!(
+        return Err(Invalid(format!(
             "the footprint, {:.1} GiB, exceeds the memory the machine can give applications, \
              {:.1} GiB",
             footprint / f64::from(1 << 30),
             capacity / f64::from(1 << 30)
-        ));
+        )));
     }
     Ok(())
 }
@@ -156,7 +157,7 @@ fn place_threads(
     cpu_nodes: &[usize],
     used: &mut [bool],
     threads: &mut Vec<Thread>,
-) -> Result<Vec<usize>, String> {
+) -> Result<Vec<usize>, Invalid> {
     let n = spec.nodes();
     let cores_per_node = |node: usize| spec.cores.iter().filter(|c| c.node == node).count();
     let count = match &a.threads {
@@ -165,15 +166,15 @@ fn place_threads(
         ThreadCount::Named(NamedCount::NodeCores) => cores_per_node(cpu_nodes[0]),
     };
     if count == 0 {
-        return Err(format!("app '{}' has no threads", a.name));
+        return Err(Invalid(format!("app '{}' has no threads", a.name)));
     }
     let free = used.iter().filter(|u| !**u).count();
     if count > free {
-        return Err(format!(
+        return Err(Invalid(format!(
             "app '{}' wants {count} threads but only {free} of the machine's {} cores are free",
             a.name,
             spec.cores.len()
-        ));
+        )));
     }
     let order = node_order(&a.placement, cpu_nodes, n)?;
     let mut mine = Vec::with_capacity(count);
@@ -194,15 +195,15 @@ fn place_threads(
     Ok(mine)
 }
 
-fn node_order(p: &ThreadPlacement, cpu_nodes: &[usize], n: usize) -> Result<Vec<usize>, String> {
+fn node_order(p: &ThreadPlacement, cpu_nodes: &[usize], n: usize) -> Result<Vec<usize>, Invalid> {
     let check = |id: u16| {
         let i = usize::from(id);
         if i < n && cpu_nodes.contains(&i) {
             Ok(i)
         } else {
-            Err(format!(
+            Err(Invalid(format!(
                 "placement names node {id}, which does not exist or has no CPUs"
-            ))
+            )))
         }
     };
     match p {
@@ -232,20 +233,20 @@ fn pick_core(
 
 /// The allocation policy of app `a` from its `membind`: bound to those nodes, each of which
 /// must exist and have memory.
-fn membind(spec: &MachineSpec, a: &AppSpec) -> Result<MemPolicy, String> {
+fn membind(spec: &MachineSpec, a: &AppSpec) -> Result<MemPolicy, Invalid> {
     let Some(ids) = &a.membind else {
         return Ok(MemPolicy::Default);
     };
     if ids.is_empty() {
-        return Err(format!("app '{}': membind lists no nodes", a.name));
+        return Err(Invalid(format!("app '{}': membind lists no nodes", a.name)));
     }
     for &id in ids {
         let i = usize::from(id);
         if i >= spec.nodes() || spec.mem_bytes[i] == 0 {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "app '{}': membind names node {id}, which does not exist or has no memory",
                 a.name
-            ));
+            )));
         }
     }
     Ok(MemPolicy::Bind {
@@ -253,10 +254,10 @@ fn membind(spec: &MachineSpec, a: &AppSpec) -> Result<MemPolicy, String> {
     })
 }
 
-fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<App, String> {
+fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<App, Invalid> {
     // The numbers are in range (crate::bounds::check_scenario).
     if a.regions.is_empty() {
-        return Err(format!("app '{}' has no [[app.region]]", a.name));
+        return Err(Invalid(format!("app '{}' has no [[app.region]]", a.name)));
     }
     let mut base: u64 = 0x7f00_0000_0000 + (ai as u64) * (1 << 40);
     let mut regions = Vec::new();
@@ -267,7 +268,10 @@ fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<Ap
         models.push(model);
     }
     if models.iter().all(|m| m.share == 0.0) {
-        return Err(format!("app '{}': every region has share 0", a.name));
+        return Err(Invalid(format!(
+            "app '{}': every region has share 0",
+            a.name
+        )));
     }
     let phases = build_phases(a, &models)?;
     Ok(App {
@@ -301,8 +305,8 @@ fn build_region(
     base: &mut u64,
     threads: usize,
     n: usize,
-) -> Result<(Region, RegionModel), String> {
-    let bad = |what: &str| format!("region '{}' of app '{}': {what}", r.name, a.name);
+) -> Result<(Region, RegionModel), Invalid> {
+    let bad = |what: &str| Invalid(format!("region '{}' of app '{}': {what}", r.name, a.name));
     let size = r.size_mib.get();
     let (share, wr) = (r.share.get(), r.write_ratio.get());
     let page = r.page_size.bytes();
@@ -337,24 +341,24 @@ fn build_region(
 
 /// The phases of app `a`, by start: each one's access shares over `models` (the base share
 /// where the phase names no other).
-fn build_phases(a: &AppSpec, models: &[RegionModel]) -> Result<Vec<Phase>, String> {
+fn build_phases(a: &AppSpec, models: &[RegionModel]) -> Result<Vec<Phase>, Invalid> {
     let mut phases = Vec::new();
     for p in &a.phases {
         let mut shares: Vec<f64> = models.iter().map(|m| m.share).collect();
         for (name, &s) in &p.shares {
             let Some(i) = models.iter().position(|m| &m.name == name) else {
-                return Err(format!(
+                return Err(Invalid(format!(
                     "app '{}': phase names region '{name}', which does not exist",
                     a.name
-                ));
+                )));
             };
             shares[i] = s;
         }
         if shares.iter().all(|&s| s == 0.0) {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "app '{}': every region has share 0 in the phase at {}",
                 a.name, p.at
-            ));
+            )));
         }
         phases.push(Phase {
             at: p.at,

@@ -64,7 +64,7 @@ pub struct SimConfig {
     pub max_samples_per_epoch: usize,
     /// Kept samples per sampling interrupt. IBS and PEBS tag instructions, and only loads and
     /// stores carry an address: about a third of x86 instructions are memory operations
-    /// (chosen; Carrefour keeps samples that hit L1 or went to DRAM, [Dashti13]
+    /// (chosen; Carrefour keeps samples that hit L1 or went to DRAM, \[Dashti13\]
     /// section 3.3.1, which is most of them). The simulator draws kept samples from the DRAM
     /// access distribution.
     pub sample_yield: f64,
@@ -294,7 +294,7 @@ impl SimMachine {
 
     /// Each node's fallback order, as the default policy uses it when the node is full: by
     /// distance, then node number (the node itself first).
-    pub fn fallback_orders(&self) -> Vec<Vec<NodeId>> {
+    pub(crate) fn fallback_orders(&self) -> Vec<Vec<NodeId>> {
         let ids = self.spec.topology.nodes();
         let distances = self.spec.topology.distances();
         (0..self.spec.nodes())

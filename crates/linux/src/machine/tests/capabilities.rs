@@ -82,7 +82,7 @@ fn weighted_interleave_at_launch_is_applied_only_as_the_kernel_can_do_it() {
 /// Needs hardware counters, as N-MASS will.
 struct NeedsCounters;
 
-impl rondpoint_policy::Policy for NeedsCounters {
+impl rondpoint_policy_api::Policy for NeedsCounters {
     fn name(&self) -> &str {
         "needs-counters"
     }

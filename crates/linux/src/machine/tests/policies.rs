@@ -103,7 +103,7 @@ fn a_live_n_mass_run_pins_the_processes_its_counters_call_for() {
     assert_eq!((pins.len(), on_node1(&pins)), (4, 0), "{pins:?}");
 }
 
-/// Runs `policy` for 200 ms on the asymmetric 4-node machine of [Gaud10] (one CPU a node;
+/// Runs `policy` for 200 ms on the asymmetric 4-node machine of \[Gaud10\] (one CPU a node;
 /// nodes 0 and 3 slow, two hops apart), with 7001 on slow node 0 making 300 LLC misses per
 /// thousand instructions (MAPI 0.3, the paper's plateau), 7002 on fast node 1 making almost
 /// none and, when `third`, 7003 on fast node 2 making a few more. The system calls made.
@@ -141,8 +141,8 @@ fn oaas_calls(policy: &str, third: bool) -> Vec<Call> {
             .insert(fd + 1, reading(2_000_000_000, 100, 100));
         m.sys.counters.insert(fd + 2, reading(misses, 100, 100));
     }
-    let mut config = rondpoint_policy::PolicyConfig::default();
-    let registry = rondpoint_policy::Registry::builtin();
+    let mut config = rondpoint_policy_api::PolicyConfig::default();
+    let registry = rondpoint_policy::registry();
     registry
         .set_arg(&mut config, &format!("{policy}.initial_placement=none"))
         .unwrap();

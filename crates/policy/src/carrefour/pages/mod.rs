@@ -119,6 +119,7 @@ impl Slot {
     }
 
     /// Dense index of the node holding the page, if known.
+    #[cfg(test)]
     pub(crate) fn home(&self) -> Option<usize> {
         (self.home > 0).then(|| usize::from(self.home - 1))
     }
@@ -285,6 +286,7 @@ impl PageTable {
     }
 
     /// The packed key of a page, if its space exists.
+    #[cfg(test)]
     fn existing_key(&self, page: &PageKey) -> Option<u64> {
         let &space = self.space_of.get(&(page.0, page.2))?;
         self.key(space, page.1)
@@ -325,6 +327,7 @@ impl PageTable {
     }
 
     /// The slot of a page, if present.
+    #[cfg(test)]
     pub(crate) fn get(&self, page: &PageKey) -> Option<(usize, &Slot)> {
         let i = self.probe(self.existing_key(page)?).ok()?;
         Some((i, &self.slots[i]))

@@ -8,6 +8,7 @@ use rondpoint_model::{
     AccessKind, Collapse, Counters, CpuId, NodeCounters, NodeId, NodeMemory, PageRange,
     ProcessInfo, Sample, SampleSource, ThreadCounters, ThreadInfo, Tid,
 };
+use rondpoint_model::{PageSize, Pid};
 
 mod global;
 mod local;

@@ -1,4 +1,4 @@
-//! Algorithms 2 and 3 of [Majo11], line by line and as properties.
+//! Algorithms 2 and 3 of \[Majo11\], line by line and as properties.
 
 use super::*;
 use proptest::prelude::*;

@@ -232,7 +232,7 @@ fn needs_thread_counters_exactly_when_it_reads_the_mpki() {
 fn more_processes_than_cores_is_refused_with_the_papers_limitation() {
     let t = topo();
     assert!(crate::nmass::check_fits(&t, 8).is_ok());
-    let err = crate::nmass::check_fits(&t, 9).unwrap_err();
+    let err = crate::nmass::check_fits(&t, 9).unwrap_err().to_string();
     assert!(err.contains("spatial multiplexing, not temporal"), "{err}");
     assert!(err.contains("[Majo11 §3.3, Limitations]"), "{err}");
 }

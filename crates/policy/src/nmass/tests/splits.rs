@@ -52,7 +52,7 @@ fn eight_processes_make_seventy_and_an_odd_count_either_extra() {
 fn a_selected_split_is_pinned_and_none_selected_pins_nothing() {
     let t = topo();
     let p = procs(4);
-    let mut d = DefaultSchedule::new(DefaultConfig::default()).unwrap();
+    let mut d = CfsAverage::new(CfsAverageConfig::default()).unwrap();
     assert_eq!(d.variants(&t, 4), 6);
     assert!(d.start(&t, &p).is_empty(), "live: the OS's own placement");
     d.select_variant(5);
@@ -69,9 +69,9 @@ fn a_selected_split_is_pinned_and_none_selected_pins_nothing() {
         moved,
         vec![(Pid(3), 2), (Pid(4), 3), (Pid(1), 4), (Pid(2), 5)]
     );
-    let one = DefaultSchedule::new(DefaultConfig {
+    let one = CfsAverage::new(CfsAverageConfig {
         split: Some(2),
-        ..DefaultConfig::default()
+        ..CfsAverageConfig::default()
     })
     .unwrap();
     assert_eq!(one.variants(&t, 4), 1);
@@ -80,7 +80,7 @@ fn a_selected_split_is_pinned_and_none_selected_pins_nothing() {
 #[test]
 fn beyond_max_splits_a_fixed_draw_of_balanced_splits() {
     let t = TopologyBuilder::new(2).cores_per_llc(8).build().unwrap();
-    let d = DefaultSchedule::new(DefaultConfig {
+    let d = CfsAverage::new(CfsAverageConfig {
         split: None,
         max_splits: 10,
     })

@@ -4,7 +4,7 @@
 //! The spread is the sample standard deviation (n - 1 in the denominator): [Gaud10 §4.2]
 //! reports standard deviations over ten runs, and its §5.3 "variation" is taken the same way.
 
-use crate::experiment::RunResult;
+use super::result::RunResult;
 use serde::Serialize;
 
 /// Mean, sample standard deviation, least and greatest of some completion times (seconds).

@@ -13,7 +13,7 @@
 //! Migrations during the run are not modelled: the simulator runs one thread per core, so
 //! there is no imbalance for a balancer to correct.
 
-use super::config::LinuxConfig;
+use super::config::LinuxSpreadConfig;
 use super::cpu_nodes;
 use crate::{Policy, PolicyError};
 use rand::seq::IndexedRandom;
@@ -25,16 +25,16 @@ use rondpoint_model::{
 
 /// `linux`.
 #[derive(Clone, Debug)]
-pub struct LinuxLike {
-    config: LinuxConfig,
+pub struct LinuxSpread {
+    config: LinuxSpreadConfig,
 }
 
-impl LinuxLike {
-    pub fn new(config: LinuxConfig) -> Result<Self, PolicyError> {
+impl LinuxSpread {
+    pub fn new(config: LinuxSpreadConfig) -> Result<Self, PolicyError> {
         let p = config.exchange_probability;
         if !(0.0..=1.0).contains(&p) {
             return Err(PolicyError::Config {
-                policy: "linux".into(),
+                policy: "linux-spread".into(),
                 message: format!("exchange_probability must be between 0 and 1, not {p}"),
             });
         }
@@ -97,9 +97,9 @@ impl LinuxLike {
     }
 }
 
-impl Policy for LinuxLike {
+impl Policy for LinuxSpread {
     fn name(&self) -> &str {
-        "linux"
+        "linux-spread"
     }
 
     fn needs(&self) -> Vec<Need> {

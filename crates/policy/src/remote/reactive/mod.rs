@@ -60,7 +60,7 @@ type Room = Vec<NodeRoom>;
 
 impl Reactive {
     /// Whether the process's overflow is where the rule wants it (or the process has none).
-    pub fn is_settled(&self, pid: Pid) -> bool {
+    pub(crate) fn is_settled(&self, pid: Pid) -> bool {
         self.processes
             .get(&pid)
             .is_some_and(|s| s.settled_at.is_some())
@@ -297,5 +297,4 @@ impl Layout {
 }
 
 #[cfg(test)]
-#[path = "reactive_tests.rs"]
 mod tests;

@@ -5,19 +5,19 @@
 //! runs also profile each program the paper's way (§3.2): alone, once local and once remote,
 //! for the policies that take per-program profiles (N-MASS's `inputs.profile`).
 
-use crate::experiment::{ExperimentError, RunResult, TIME_LIMIT_S};
+use super::result::{AppSlowdown, ExperimentError, Multiprogram, RunResult, TIME_LIMIT_S};
 use crate::machine::{SimConfig, SimMachine};
 use crate::scenario::{AppSpec, Scenario, ThreadPlacement};
 use crate::spec::MachineSpec;
 use rondpoint_engine::{EngineConfig, VirtualClock};
-use rondpoint_policy::{PolicyConfig, PolicyError, PolicyInfo, baseline::FirstTouch};
-use serde::Serialize;
+use rondpoint_model::bounds::Invalid;
+use rondpoint_policy_api::{FirstTouch, PolicyConfig, PolicyError, PolicyInfo};
 
 /// One program alone on the machine.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SoloApp {
     pub name: String,
-    /// Its home node (see [`home_of`]).
+    /// Its home node (see `home_of`).
     pub home: u16,
     /// Completion alone on its home node (simulated seconds).
     pub local_s: f64,
@@ -44,7 +44,7 @@ pub struct Solo {
 
 /// An application's home: the one node its memory is bound to, else the node its placement
 /// names, else node 0.
-pub fn home_of(app: &AppSpec) -> u16 {
+pub(crate) fn home_of(app: &AppSpec) -> u16 {
     match (&app.membind, &app.placement) {
         (Some(nodes), _) if nodes.len() == 1 => nodes[0],
         (_, ThreadPlacement::Node(n)) => *n,
@@ -189,15 +189,15 @@ pub fn with_homes(
     machine: &MachineSpec,
     scenario: &Scenario,
     map: &str,
-) -> Result<Scenario, String> {
+) -> Result<Scenario, Invalid> {
     let digits: Vec<char> = map.chars().collect();
     if digits.len() != scenario.apps.len() {
-        return Err(format!(
+        return Err(Invalid(format!(
             "allocation map '{map}' has {} digits for the {} applications of '{}'",
             digits.len(),
             scenario.apps.len(),
             scenario.name
-        ));
+        )));
     }
     let mut s = scenario.clone();
     for (app, c) in s.apps.iter_mut().zip(digits) {
@@ -216,34 +216,6 @@ pub fn with_homes(
     }
     s.name = format!("{} [{map}]", scenario.name);
     Ok(s)
-}
-
-/// One program's slowdown.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct AppSlowdown {
-    pub name: String,
-    /// Its solo run's completion (simulated seconds).
-    pub solo_s: f64,
-    /// Percent slower than alone: 100 x (time in the workload / solo time - 1), the time in
-    /// the workload counted from the program's start.
-    pub slowdown_pct: f64,
-    /// Lowest and highest over the placements averaged (when more than one).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub range_pct: Option<[f64; 2]>,
-}
-
-/// The slowdowns of a multiprogrammed run (`multiprogram` in `sim --json`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Multiprogram {
-    /// Placements averaged: the `default` baseline's splits, 1 for any other policy.
-    pub placements: usize,
-    pub apps: Vec<AppSlowdown>,
-    /// The mean of the programs' slowdowns (percent), the workload's as [Majo11 §4.1] reports
-    /// it.
-    pub average_pct: f64,
-    /// Lowest and highest workload average over the placements (when more than one).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub average_range_pct: Option<[f64; 2]>,
 }
 
 /// The slowdowns of one run against the solo runs.

@@ -97,6 +97,31 @@ fn describe(value: f64, bounds: &Bounds) -> String {
     }
 }
 
+/// What is wrong with a piece of input, in words, before the caller says which input it was
+/// (a file, a scenario, a machine): parsers and builders return it, and their callers wrap it
+/// in an error of their own that names the input.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+impl From<String> for Invalid {
+    fn from(what: String) -> Self {
+        Self(what)
+    }
+}
+
+impl From<&str> for Invalid {
+    fn from(what: &str) -> Self {
+        Self(what.to_string())
+    }
+}
+
+impl From<OutOfBounds> for Invalid {
+    fn from(e: OutOfBounds) -> Self {
+        Self(e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

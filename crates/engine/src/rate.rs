@@ -1,4 +1,5 @@
-//! Rate limits on what a policy may do per epoch.
+//! Rate limits on what a policy may do per epoch (not to be confused with the ranges of
+//! accepted numbers, [`rondpoint_model::bounds`]).
 
 use rondpoint_model::{Action, PageSize};
 
@@ -14,7 +15,7 @@ pub struct RateLimits {
 
 /// Pages an action touches (0 for actions that move no memory; a node page move counts the
 /// 4 KiB pages it asks for).
-pub fn pages_of(a: &Action) -> u64 {
+pub(crate) fn pages_of(a: &Action) -> u64 {
     match a {
         Action::MigratePages { range, .. }
         | Action::Interleave { range, .. }
@@ -40,7 +41,7 @@ fn bytes_of(a: &Action) -> u64 {
 
 impl RateLimits {
     /// Splits actions into (admitted, refused), keeping order.
-    pub fn admit(&self, actions: Vec<Action>) -> (Vec<Action>, Vec<Action>) {
+    pub(crate) fn admit(&self, actions: Vec<Action>) -> (Vec<Action>, Vec<Action>) {
         let (mut pages, mut bytes) = (0u64, 0u64);
         let mut admitted = Vec::with_capacity(actions.len());
         let mut refused = Vec::new();

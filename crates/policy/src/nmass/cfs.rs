@@ -20,13 +20,14 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{Action, Capability, Need, Observation, ProcessInfo, Topology};
+use rondpoint_policy_api::bounds::{Bounds, ParamBounds};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `[default]` parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct DefaultConfig {
+pub struct CfsAverageConfig {
     /// Run this split only (from 0, in the order of the module documentation), on any
     /// backend. Unset by default: a simulator runs every split and averages them, a live run
     /// pins nothing.
@@ -36,7 +37,7 @@ pub struct DefaultConfig {
     pub max_splits: usize,
 }
 
-impl Default for DefaultConfig {
+impl Default for CfsAverageConfig {
     fn default() -> Self {
         Self {
             split: None,
@@ -47,16 +48,16 @@ impl Default for DefaultConfig {
 
 /// The `default` baseline.
 #[derive(Clone, Debug)]
-pub struct DefaultSchedule {
-    config: DefaultConfig,
+pub struct CfsAverage {
+    config: CfsAverageConfig,
     selected: Option<usize>,
 }
 
-impl DefaultSchedule {
-    pub fn new(config: DefaultConfig) -> Result<Self, PolicyError> {
+impl CfsAverage {
+    pub fn new(config: CfsAverageConfig) -> Result<Self, PolicyError> {
         if config.max_splits == 0 {
             return Err(PolicyError::Config {
-                policy: "default".into(),
+                policy: "cfs-average".into(),
                 message: "max_splits must be at least 1".into(),
             });
         }
@@ -80,7 +81,7 @@ fn cpu_nodes(topology: &Topology) -> Vec<(usize, usize)> {
 
 /// Every balanced split of `n` processes over the nodes with CPUs (each the node, dense index,
 /// of every process), in lexicographic order, stopping after `limit + 1`.
-pub fn balanced_splits(topology: &Topology, n: usize, limit: usize) -> Vec<Vec<usize>> {
+pub(crate) fn balanced_splits(topology: &Topology, n: usize, limit: usize) -> Vec<Vec<usize>> {
     let nodes = cpu_nodes(topology);
     if nodes.is_empty() {
         return Vec::new();
@@ -156,7 +157,7 @@ fn drawn_splits(topology: &Topology, n: usize, count: usize) -> Vec<Vec<usize>> 
         .collect()
 }
 
-impl DefaultSchedule {
+impl CfsAverage {
     /// The splits this policy averages over for `n` processes.
     fn splits(&self, topology: &Topology, n: usize) -> Vec<Vec<usize>> {
         let max = self.config.max_splits;
@@ -169,9 +170,9 @@ impl DefaultSchedule {
     }
 }
 
-impl Policy for DefaultSchedule {
+impl Policy for CfsAverage {
     fn name(&self) -> &str {
-        "default"
+        "cfs-average"
     }
 
     fn needs(&self) -> Vec<Need> {
@@ -209,3 +210,7 @@ impl Policy for DefaultSchedule {
         Vec::new()
     }
 }
+
+/// The range of cfs-average's parameter ([`CfsAverageConfig`]): each split is a whole
+/// simulated run.
+pub const CFS_BOUNDS: &[ParamBounds] = &[("max_splits", Bounds::new(1.0, 10_000.0, "runs"))];
