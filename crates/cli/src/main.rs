@@ -99,9 +99,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if err.is::<output::Closed>() => ExitCode::from(output::CLOSED_STATUS),
         Err(err) => {
-            eprintln!("rondpoint: error: {err}");
+            noteln!("rondpoint: error: {err}");
             for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                noteln!("  caused by: {cause}");
             }
             status::of(&err)
         }

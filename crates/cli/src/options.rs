@@ -4,7 +4,27 @@ use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_policy_api::PolicyConfig;
 use rondpoint_safeio::{InputKind, read_text};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// `--epoch-ms`: a millisecond to an hour (a longer epoch never decides; the product in
+/// nanoseconds stays far inside 64 bits).
+pub fn epoch_ms() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::builder::RangedU64ValueParser::new().range(1..=3_600_000)
+}
+
+/// Most simulated runs one command may ask for (seeds x policies x workloads): a day of this
+/// machine's time at a few seconds a run.
+pub const MAX_RUNS: u64 = 10_000;
+
+/// What an output may replace: with `--force` any regular file, otherwise only an output of
+/// the same kind (a state file never overwrites a recording, nor /etc/passwd).
+pub fn replace(force: bool, kind: rondpoint_safeio::OutputKind) -> rondpoint_safeio::Replace {
+    if force {
+        rondpoint_safeio::Replace::Any
+    } else {
+        rondpoint_safeio::Replace::Ours(kind)
+    }
+}
 
 /// `--config` and `--set`: the parameters of every policy a command builds.
 #[derive(Debug, Args)]
@@ -57,5 +77,17 @@ impl PolicyOptions {
                 None => format!("in --set {}", self.set.join(" --set ")),
             })?;
         Ok(config)
+    }
+}
+
+/// The NUMA topology under `root` (sysfs, or a copy of it given with `--sysfs-root`): a tree
+/// the user named that cannot be read is the user's input (exit status 2); `/sys` itself
+/// failing is the machine's (1).
+pub fn discover(root: &Path) -> Result<rondpoint_linux::Discovery> {
+    let found = rondpoint_linux::discover(root).context("reading the NUMA topology");
+    if root == Path::new("/sys") {
+        found
+    } else {
+        crate::status::Input::input(found)
     }
 }

@@ -389,3 +389,302 @@ fn a_recording_of_a_machine_past_the_limits_is_refused_at_once() {
         .stderr(predicate::str::contains("1000 nodes").and(predicate::str::contains("64")));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// A copy of the 2-socket EPYC fixture (eight nodes) to break.
+fn fixture_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let from = workspace().join("fixtures/sysfs/epyc-nps4-2s/devices");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(&from)
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir
+}
+
+#[test]
+fn kernel_files_swapped_for_fifos_or_devices_are_refused_at_once() {
+    let fifo_tree = fixture_copy();
+    let distance = fifo_tree.path().join("devices/system/node/node0/distance");
+    std::fs::remove_file(&distance).unwrap();
+    mkfifo(&distance);
+    let zero_tree = fixture_copy();
+    let cpulist = zero_tree.path().join("devices/system/node/node1/cpulist");
+    std::fs::remove_file(&cpulist).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &cpulist).unwrap();
+    for (tree, what) in [(&fifo_tree, "FIFO"), (&zero_tree, "character device")] {
+        let root = tree.path().to_str().unwrap();
+        for args in [
+            vec!["topo", "--sysfs-root", root],
+            vec!["list", "capabilities", "--sysfs-root", root],
+            vec!["run", "--sysfs-root", root, "--", "true"],
+            vec!["calibrate", "--sysfs-root", root],
+        ] {
+            let started = Instant::now();
+            rondpoint(&args)
+                .timeout(Duration::from_secs(10))
+                .assert()
+                .code(2)
+                .stderr(predicate::str::contains(format!(
+                    "is a {what}, not a regular file"
+                )));
+            assert!(started.elapsed() < Duration::from_secs(2), "{args:?}");
+        }
+    }
+}
+
+#[test]
+fn a_standard_error_that_cannot_be_written_stops_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("marker");
+    let with_full_stderr = |args: &[&str]| {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
+            .current_dir(workspace())
+            .args(args)
+            .stderr(full)
+            .status()
+            .unwrap()
+            .code()
+    };
+    // The program starts, and its status is rondpoint's.
+    assert_eq!(
+        with_full_stderr(&["run", "--", "touch", marker.to_str().unwrap()]),
+        Some(0)
+    );
+    assert!(marker.exists());
+    assert_eq!(
+        with_full_stderr(&["run", "--", "sh", "-c", "exit 3"]),
+        Some(3)
+    );
+    // A refusal keeps its status though its message is lost.
+    assert_eq!(
+        with_full_stderr(&["sim", "-m", "nonexist", "-w", "mg"]),
+        Some(2)
+    );
+}
+
+#[test]
+fn control_characters_from_inputs_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = workspace().join("crates/sim/presets/machines/opteron-8385.toml");
+    let text = std::fs::read_to_string(preset).unwrap();
+    let evil = text.replacen(
+        "name = \"opteron-8385\"",
+        "name = \"opteron\\u001b]0;pwned\\u0007\\u001b[2J\"",
+        1,
+    );
+    assert_ne!(evil, text, "the preset names itself");
+    let file = dir.path().join("evil.toml");
+    std::fs::write(&file, evil).unwrap();
+    let out = rondpoint(&[
+        "sim",
+        "-m",
+        file.to_str().unwrap(),
+        "-w",
+        "mg",
+        "-p",
+        "first-touch",
+    ])
+    .assert()
+    .success()
+    .get_output()
+    .clone();
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(progress.contains("opteron]0;pwned[2J"), "{progress}");
+    for stream in [&out.stdout, &out.stderr] {
+        let text = String::from_utf8_lossy(stream);
+        assert!(!stream.contains(&0x1b) && !stream.contains(&0x07), "{text}");
+    }
+}
+
+#[test]
+fn outputs_never_replace_a_file_rondpoint_did_not_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let passwd = dir.path().join("passwd");
+    let text = "root:x:0:0:root:/root:/bin/bash\n";
+    std::fs::write(&passwd, text).unwrap();
+    let p = passwd.to_str().unwrap();
+    let out = daemon_with_state_file(&passwd);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not a rondpoint state file"), "{err}");
+    for args in [
+        vec![
+            "record",
+            "-m",
+            "opteron-8385",
+            "-w",
+            "mg",
+            "-p",
+            "first-touch",
+            "-o",
+            p,
+        ],
+        vec!["calibrate", "-m", "r905-asymmetric", "-o", p],
+        vec![
+            "run",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+            "--record",
+            p,
+            "--",
+            "true",
+        ],
+    ] {
+        rondpoint(&args)
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--force to replace it"));
+    }
+    assert_eq!(std::fs::read_to_string(&passwd).unwrap(), text);
+    // A recording rondpoint wrote is replaced by the next; with --force, any regular file,
+    // keeping its mode.
+    let rec = dir.path().join("rec.jsonl");
+    let r = rec.to_str().unwrap();
+    let record = |out: &str, force: bool| {
+        let mut args = vec![
+            "record",
+            "-m",
+            "opteron-8385",
+            "-w",
+            "mg",
+            "-p",
+            "first-touch",
+        ];
+        args.extend(["--epoch-ms", "3600000", "-o", out]);
+        if force {
+            args.push("--force");
+        }
+        rondpoint(&args).assert().success();
+    };
+    record(r, false);
+    record(r, false);
+    std::fs::set_permissions(&passwd, std::fs::Permissions::from_mode(0o640)).unwrap();
+    record(p, true);
+    let replaced = std::fs::read_to_string(&passwd).unwrap();
+    assert!(replaced.starts_with("{\"kind\":\"header\""));
+    let mode = std::fs::metadata(&passwd).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+}
+
+#[test]
+fn work_past_its_budget_is_refused_before_it_starts() {
+    for (args, says) in [
+        (
+            vec![
+                "sim",
+                "-m",
+                "xeon-2s",
+                "-w",
+                "facerec",
+                "--seeds",
+                "18446744073709551615",
+            ],
+            "18446744073709551615 is not in 1..=10000",
+        ),
+        (
+            vec![
+                "sim",
+                "-m",
+                "xeon-2s",
+                "-w",
+                "mg",
+                "--epoch-ms",
+                "18446744073710",
+            ],
+            "is not in 1..=3600000",
+        ),
+        (
+            vec!["daemon", "--pid", "1", "--epoch-ms", "18446744073709551615"],
+            "is not in 1..=3600000",
+        ),
+        (
+            vec!["run", "--epoch-ms", "0", "--", "true"],
+            "0 is not in 1..=3600000",
+        ),
+        (
+            vec![
+                "sim",
+                "-m",
+                "xeon-2s",
+                "-w",
+                "mg,cg,ft,sp,bt",
+                "-p",
+                "all",
+                "--seeds",
+                "10000",
+            ],
+            "250000 runs (10000 seeds x 5 policies x 5 workloads)",
+        ),
+    ] {
+        let started = Instant::now();
+        rondpoint(&args)
+            .timeout(Duration::from_secs(10))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+        assert!(started.elapsed() < Duration::from_secs(2), "{args:?}");
+    }
+}
+
+#[test]
+fn a_signal_during_record_keeps_what_was_recorded_and_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rec.jsonl");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
+        .current_dir(workspace())
+        .args([
+            "record",
+            "-m",
+            "opteron-8385",
+            "-w",
+            "facerec-long",
+            "-p",
+            "carrefour",
+        ])
+        .args(["--epoch-ms", "100", "-o", out.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Once epochs are being written (the handlers are installed before the first).
+    let started = Instant::now();
+    let recording = || {
+        std::fs::read_dir(dir.path()).unwrap().any(|e| {
+            let e = e.unwrap();
+            e.file_name().to_string_lossy().starts_with(".rondpoint-")
+                && e.metadata().unwrap().len() > 1 << 20
+        })
+    };
+    while !recording() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(recording(), "no epoch written in 30 s");
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("{\"kind\":\"header\""));
+    assert!(
+        text.lines().count() > 1,
+        "epochs before the signal are kept"
+    );
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["rec.jsonl"]);
+}

@@ -476,7 +476,7 @@ fn is_gone(e: &io::Error) -> bool {
 
 /// Whether the task whose `stat` is at `stat_path` is gone or a zombie.
 fn is_dead(stat_path: &Path) -> bool {
-    match fs::read(stat_path) {
+    match rondpoint_safeio::read_system(stat_path) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
             let state = text
@@ -491,7 +491,7 @@ fn is_dead(stat_path: &Path) -> bool {
 /// Reads a per-task file; `Ok(None)` when its task is gone (see the module documentation).
 /// `stat_path` is the owning task's `stat`, consulted after `EACCES`.
 fn read_task_file(path: &Path, stat_path: &Path) -> Result<Option<String>, ProcError> {
-    match fs::read(path) {
+    match rondpoint_safeio::read_system(path) {
         Ok(bytes) if bytes.is_empty() => Ok(None),
         Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
         Err(e) if is_gone(&e) => Ok(None),
@@ -505,7 +505,7 @@ fn read_task_file(path: &Path, stat_path: &Path) -> Result<Option<String>, ProcE
 
 /// Reads a system-wide file; an absent one gives `Ok(None)` unless it is `required`.
 fn read_system_file(path: &Path, required: bool) -> Result<Option<String>, ProcError> {
-    match fs::read(path) {
+    match rondpoint_safeio::read_system(path) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| malformed(path, "not UTF-8 text")),

@@ -7,9 +7,16 @@
 //! - [`write_replacing`]: an output replaced whole and atomically (a state file): written to a
 //!   uniquely named temporary file in the same directory (O_EXCL), synced, renamed over the
 //!   destination; a destination that exists and is not a regular file (a device, FIFO,
-//!   socket, directory or symbolic link) is refused, and nothing else is ever removed.
+//!   socket, directory or symbolic link) is refused, and so is a regular file that is not an
+//!   output of the same kind ([`OutputKind`]) unless the user said `--force`; a replaced file
+//!   keeps its mode (and owner, as root); nothing else is ever removed.
 //! - [`create_staged`]: an output written as it goes (a recording), the same way: under the
 //!   temporary name until [`Staged::commit`] renames it; removed if never committed.
+//! - [`read_system`]: a file of the kernel's trees (sysfs, procfs, cgroupfs, or a copy of
+//!   them given with `--sysfs-root` / `--cgroup`), under the same rules as a user's input: a
+//!   FIFO or device in its place is refused, never opened to block, and at most
+//!   [`SYSTEM_FILE_LIMIT`] bytes are read. Errors stay `io::Error`s, so that callers still tell
+//!   a task that is gone (`ENOENT`, `ESRCH`) from a failure.
 
 #![forbid(unsafe_code)]
 // Parses bytes from outside (files, the kernel): no indexing that could panic on them.
@@ -81,6 +88,11 @@ pub enum SafeIoError {
     },
     #[error("{}: not UTF-8 text (byte {offset})", path.display())]
     NotText { path: PathBuf, offset: usize },
+    #[error(
+        "{}: exists and is not a rondpoint {what}; give another name, or --force to replace it",
+        path.display()
+    )]
+    NotOurs { path: PathBuf, what: &'static str },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SafeIoError + '_ {
@@ -163,22 +175,133 @@ pub fn read_text(path: &Path, kind: InputKind) -> Result<String, SafeIoError> {
     })
 }
 
-/// Refuses a destination that exists and is not a regular file (a link is not followed).
-fn check_destination(path: &Path) -> Result<(), SafeIoError> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if !meta.file_type().is_file() => Err(SafeIoError::NotRegular {
-            path: path.to_path_buf(),
-            kind: kind_of(&meta),
-        }),
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io_err(path)(e)),
+/// Most bytes read from one file of the kernel's trees: a `cgroup.procs` of a million
+/// processes is under 8 MiB, the largest `numa_maps` of a process with a million mappings
+/// about 100 MiB; 256 MiB keeps rondpoint's own memory bounded whatever is put in their place.
+pub const SYSTEM_FILE_LIMIT: u64 = 256 << 20;
+
+/// Reads a file of the kernel's trees whole (see the module documentation). A non-regular file
+/// or one over [`SYSTEM_FILE_LIMIT`] is an `InvalidData` error that says so.
+pub fn read_system(path: &Path) -> io::Result<Vec<u8>> {
+    let refuse = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(refuse(format!(
+            "is a {}, not a regular file",
+            kind_of(&meta)
+        )));
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse(format!(
+            "is a {}, not a regular file",
+            kind_of(&meta)
+        )));
+    }
+    let too_large = || {
+        refuse(format!(
+            "larger than the {} MiB a file of the kernel's trees may be",
+            SYSTEM_FILE_LIMIT >> 20
+        ))
+    };
+    if meta.len() > SYSTEM_FILE_LIMIT {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(SYSTEM_FILE_LIMIT + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > SYSTEM_FILE_LIMIT {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// [`read_system`] as text; bytes that are not UTF-8 are replaced (the kernel writes ASCII,
+/// but a process's name in its maps or stat may be anything).
+pub fn read_system_text(path: &Path) -> io::Result<String> {
+    read_system(path).map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// Kinds of output, each known by how its text begins: rondpoint replaces a file only if it
+/// wrote it (the same kind of output), unless told to ([`Replace::Any`], `--force`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    /// A recording (`record -o`, `--record`): JSON lines from a header line.
+    Recording,
+    /// The daemon's state file (`--state-file`): pretty JSON from its schema version.
+    StateFile,
+    /// A MAPI-to-gap curve (`calibrate -o`): TOML under its comment line.
+    GapCurve,
+}
+
+impl OutputKind {
+    /// How a file of this kind begins.
+    fn signature(self) -> &'static [u8] {
+        match self {
+            OutputKind::Recording => br#"{"kind":"header""#,
+            OutputKind::StateFile => b"{\n  \"schema_version\"",
+            OutputKind::GapCurve => b"# MAPI-to-gap curve",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            OutputKind::Recording => "recording",
+            OutputKind::StateFile => "state file",
+            OutputKind::GapCurve => "MAPI-to-gap curve",
+        }
     }
 }
 
+/// What an output may replace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replace {
+    /// Only a regular file that is an output of the same kind (or nothing).
+    Ours(OutputKind),
+    /// Any regular file (`--force`).
+    Any,
+}
+
+/// Refuses a destination that exists and is not a regular file (a link is not followed), or,
+/// with [`Replace::Ours`], a regular file that does not begin as an output of that kind.
+fn check_destination(path: &Path, replace: Replace) -> Result<(), SafeIoError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(path)(e)),
+    };
+    if !meta.file_type().is_file() {
+        return Err(SafeIoError::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_of(&meta),
+        });
+    }
+    let Replace::Ours(kind) = replace else {
+        return Ok(());
+    };
+    let signature = kind.signature();
+    let mut head = Vec::with_capacity(signature.len());
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .and_then(|f| f.take(signature.len() as u64).read_to_end(&mut head))
+        .map_err(io_err(path))?;
+    if head != signature {
+        return Err(SafeIoError::NotOurs {
+            path: path.to_path_buf(),
+            what: kind.name(),
+        });
+    }
+    Ok(())
+}
+
 /// Replaces `path` with `bytes` atomically (see the module documentation).
-pub fn write_replacing(path: &Path, bytes: &[u8]) -> Result<(), SafeIoError> {
-    let mut staged = create_staged(path)?;
+pub fn write_replacing(path: &Path, bytes: &[u8], replace: Replace) -> Result<(), SafeIoError> {
+    let mut staged = create_staged(path, replace)?;
     staged.write_all(bytes).map_err(io_err(path))?;
     staged.commit()
 }
@@ -195,8 +318,8 @@ pub struct Staged {
 
 /// Starts writing `path` (see [`Staged`]); a destination that exists and is not a regular
 /// file is refused at once.
-pub fn create_staged(path: &Path) -> Result<Staged, SafeIoError> {
-    check_destination(path)?;
+pub fn create_staged(path: &Path, replace: Replace) -> Result<Staged, SafeIoError> {
+    check_destination(path, replace)?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -222,9 +345,26 @@ impl Staged {
             .map_err(|e| io_err(&dest)(e.into_error()))?;
         tmp.as_file().sync_all().map_err(io_err(&dest))?;
         // Checked again just before the rename, which replaces a name, never what it points to.
-        check_destination(&dest)?;
+        check_destination(&dest, Replace::Any)?;
+        keep_owner_and_mode(&dest, tmp.as_file()).map_err(io_err(&dest))?;
         tmp.persist(&dest).map_err(|e| io_err(&dest)(e.error))?;
         Ok(())
+    }
+}
+
+/// A replaced file keeps its owner and mode (a state file made readable to a monitoring user
+/// stays readable); the owner only where rondpoint may set it (root), as `cp -p` does.
+fn keep_owner_and_mode(dest: &Path, tmp: &std::fs::File) -> io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = match std::fs::symlink_metadata(dest) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    tmp.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+    match std::os::unix::fs::fchown(tmp, Some(meta.uid()), Some(meta.gid())) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(()),
+        other => other,
     }
 }
 
@@ -241,6 +381,38 @@ impl Write for Staged {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_file_swapped_for_a_fifo_a_device_or_a_huge_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("distance");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let started = std::time::Instant::now();
+        let e = read_system(&fifo).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(e.to_string(), "is a FIFO, not a regular file");
+        let e = read_system(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(e.to_string(), "is a character device, not a regular file");
+        let sparse = dir.path().join("cgroup.procs");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let e = read_system(&sparse).unwrap_err();
+        assert!(e.to_string().starts_with("larger than the 256 MiB"), "{e}");
+        assert!(started.elapsed().as_secs() < 2);
+        // Absent stays NotFound, for callers that tell a gone task from a failure.
+        let e = read_system(&dir.path().join("none")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        std::fs::write(dir.path().join("ok"), "0-3\n").unwrap();
+        assert_eq!(read_system(&dir.path().join("ok")).unwrap(), b"0-3\n");
+    }
     use std::os::unix::fs::symlink;
 
     fn mkfifo(path: &Path) {
@@ -302,8 +474,8 @@ mod tests {
         // An unrelated file with the old temporary name is left alone.
         let unrelated = dir.path().join("state.tmp");
         std::fs::write(&unrelated, "mine").unwrap();
-        write_replacing(&state, b"one").unwrap();
-        write_replacing(&state, b"two").unwrap();
+        write_replacing(&state, b"one", Replace::Any).unwrap();
+        write_replacing(&state, b"two", Replace::Any).unwrap();
         assert_eq!(std::fs::read_to_string(&state).unwrap(), "two");
         assert_eq!(std::fs::read_to_string(&unrelated).unwrap(), "mine");
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
@@ -311,7 +483,9 @@ mod tests {
         // A FIFO, a directory and a symbolic link are refused and left as they were.
         let fifo = dir.path().join("fifo");
         mkfifo(&fifo);
-        let err = write_replacing(&fifo, b"x").unwrap_err().to_string();
+        let err = write_replacing(&fifo, b"x", Replace::Any)
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with("is a FIFO, not a regular file"), "{err}");
         assert!(
             std::fs::symlink_metadata(&fifo)
@@ -321,28 +495,35 @@ mod tests {
         );
         let link = dir.path().join("link");
         symlink(&unrelated, &link).unwrap();
-        let err = write_replacing(&link, b"x").unwrap_err().to_string();
+        let err = write_replacing(&link, b"x", Replace::Any)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.ends_with("is a symbolic link, not a regular file"),
             "{err}"
         );
         assert_eq!(std::fs::read_to_string(&unrelated).unwrap(), "mine");
-        let err = create_staged(&link).unwrap_err().to_string();
+        let err = create_staged(&link, Replace::Any).unwrap_err().to_string();
         assert!(
             err.ends_with("is a symbolic link, not a regular file"),
             "{err}"
         );
-        let err = write_replacing(dir.path(), b"x").unwrap_err().to_string();
+        let err = write_replacing(dir.path(), b"x", Replace::Any)
+            .unwrap_err()
+            .to_string();
         assert!(err.ends_with("is a directory, not a regular file"), "{err}");
         // A staged file appears whole at the commit; dropped before, it leaves nothing.
         let rec = dir.path().join("rec.jsonl");
-        let mut staged = create_staged(&rec).unwrap();
+        let mut staged = create_staged(&rec, Replace::Ours(OutputKind::Recording)).unwrap();
         staged.write_all(b"line\n").unwrap();
         assert!(!rec.exists());
         staged.commit().unwrap();
         assert_eq!(std::fs::read_to_string(&rec).unwrap(), "line\n");
         let other = dir.path().join("other.jsonl");
-        create_staged(&other).unwrap().write_all(b"half").unwrap();
+        create_staged(&other, Replace::Ours(OutputKind::Recording))
+            .unwrap()
+            .write_all(b"half")
+            .unwrap();
         assert!(!other.exists());
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -352,5 +533,43 @@ mod tests {
             !names.iter().any(|n| n.starts_with(".rondpoint-")),
             "{names:?}"
         );
+    }
+
+    #[test]
+    fn an_output_replaces_only_its_own_kind_and_keeps_the_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let passwd = dir.path().join("passwd");
+        std::fs::write(&passwd, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+        let state = Replace::Ours(OutputKind::StateFile);
+        let err = write_replacing(&passwd, b"{}", state)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("exists and is not a rondpoint state file"),
+            "{err}"
+        );
+        assert!(err.contains("--force"), "{err}");
+        assert!(
+            std::fs::read_to_string(&passwd)
+                .unwrap()
+                .starts_with("root:")
+        );
+        // A recording is not a state file either; a state file is.
+        let rec = dir.path().join("rec.jsonl");
+        std::fs::write(&rec, "{\"kind\":\"header\",\"version\":1}\n").unwrap();
+        assert!(write_replacing(&rec, b"{}", state).is_err());
+        let own = dir.path().join("state.json");
+        std::fs::write(&own, "{\n  \"schema_version\": 1\n}").unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_replacing(&own, b"{\n  \"schema_version\": 2\n}", state).unwrap();
+        let mode = std::fs::metadata(&own).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "the replaced file keeps its mode");
+        // An empty file is not ours either; --force replaces anything regular.
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "").unwrap();
+        assert!(create_staged(&empty, Replace::Ours(OutputKind::GapCurve)).is_err());
+        write_replacing(&passwd, b"forced", Replace::Any).unwrap();
+        assert_eq!(std::fs::read_to_string(&passwd).unwrap(), "forced");
     }
 }

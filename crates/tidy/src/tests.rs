@@ -228,6 +228,26 @@ fn pub_functions_are_used_outside_their_crate() {
 }
 
 #[test]
+fn every_file_is_read_through_safeio() {
+    // One reader: user inputs with `read_text`/`open_input`, the kernel's trees with
+    // `read_system`; both refuse FIFOs and devices and cap what they read.
+    let pattern =
+        regex::Regex::new(r"fs::read\(|fs::read_to_string\(|File::open\(|read_to_string\(format")
+            .unwrap();
+    let mut problems = Vec::new();
+    // rondpoint-mgen is the testbed's workload program, which reads its own /proc entries.
+    let exempt = ["crates/safeio", "crates/tidy", "crates/mgen"];
+    for f in production().filter(|f| !exempt.contains(&f.krate.as_str())) {
+        for (n, line) in production_part(&f.text) {
+            if pattern.is_match(line) && !line.trim_start().starts_with("//") {
+                problems.push(format!("{}:{n}: {}", f.path, line.trim()));
+            }
+        }
+    }
+    report("a file read past rondpoint_safeio", &problems);
+}
+
+#[test]
 fn papers_are_cited_by_their_keys() {
     let root = workspace_root();
     let references = std::fs::read_to_string(root.join("docs/references.md")).unwrap();

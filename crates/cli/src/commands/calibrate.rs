@@ -50,6 +50,10 @@ pub struct CalibrateArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
 
+    /// Replace FILE even when it is not a curve rondpoint wrote.
+    #[arg(long)]
+    force: bool,
+
     /// Print the curve file's text (TOML) instead of a table.
     #[arg(long)]
     toml: bool,
@@ -65,7 +69,9 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
     };
     let text = curve.to_toml()?;
     if let Some(path) = &args.output {
-        rondpoint_safeio::write_replacing(path, text.as_bytes()).context("writing the curve")?;
+        let replace = crate::options::replace(args.force, rondpoint_safeio::OutputKind::GapCurve);
+        rondpoint_safeio::write_replacing(path, text.as_bytes(), replace)
+            .context("writing the curve")?;
     }
     if args.toml {
         out!("{text}");
@@ -83,10 +89,10 @@ fn live(args: &CalibrateArgs) -> Result<GapCurve> {
     if args.array_mib == 0 || args.ms == 0 {
         bad_input!("--array-mib and --ms must be at least 1");
     }
-    let topology = rondpoint_linux::discover(&args.sysfs_root)
-        .context("reading the NUMA topology")?
-        .topology;
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let topology = crate::options::discover(&args.sysfs_root)?.topology;
+    let kernel =
+        rondpoint_safeio::read_system_text(std::path::Path::new("/proc/sys/kernel/osrelease"))
+            .unwrap_or_default();
     let name = format!("this machine (Linux {})", kernel.trim());
     let config = LiveCalibration {
         array_mib: args.array_mib,

@@ -84,9 +84,10 @@ impl State {
 
 /// Replaces the state file (atomically; never through a link, never over anything but a
 /// regular file).
-fn write_state(path: &Path, state: &State) -> Result<()> {
+fn write_state(path: &Path, state: &State, force: bool) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(state)?;
-    rondpoint_safeio::write_replacing(path, &bytes)?;
+    let replace = crate::options::replace(force, rondpoint_safeio::OutputKind::StateFile);
+    rondpoint_safeio::write_replacing(path, &bytes, replace)?;
     Ok(())
 }
 
@@ -100,7 +101,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         engine,
     } = opts.prepare()?;
     if !topology.is_numa() {
-        eprintln!(
+        noteln!(
             "rondpoint: this machine has a single NUMA node: there is nothing to manage{}",
             opts.nothing_recorded()
         );
@@ -109,7 +110,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let stop = signals::install()?;
     let mut machine = select(args, topology, live)?;
     if args.all_processes {
-        eprintln!(
+        noteln!(
             "rondpoint: --all-processes: managing {} processes now, and those the selection \
              takes in later",
             machine.managed().len()
@@ -121,7 +122,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     // A state file that cannot be written (a device, a link, a directory, no rights) is an
     // error now, before anything is managed.
     if let Some(path) = &args.state_file {
-        write_state(path, &state).context("writing the state file")?;
+        write_state(path, &state, args.live.force).context("writing the state file")?;
     }
     let mut write_error: Option<String> = None;
     let on_epoch = |r: &EpochReport<'_>| {
@@ -130,7 +131,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         }
         state.update(r, started);
         if let Some(path) = &args.state_file {
-            if let Err(e) = write_state(path, &state) {
+            if let Err(e) = write_state(path, &state, args.live.force) {
                 write_error.get_or_insert(format!("cannot write {}: {e}", path.display()));
             }
         }
@@ -152,7 +153,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let saved = LiveRecording::end(recording, &mut notes);
     RunReport::new(opts, command, exit, started, acct, &mut machine, notes).print(opts.json)?;
     if let Some(saved) = saved {
-        eprintln!("rondpoint: {saved}");
+        noteln!("rondpoint: {saved}");
     }
     Ok(ExitCode::SUCCESS)
 }

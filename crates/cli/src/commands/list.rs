@@ -2,7 +2,7 @@
 //! parameters), simulator presets, and what this machine offers the policies.
 
 use crate::format;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use rondpoint_engine::Machine;
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
@@ -109,9 +109,7 @@ pub fn run(args: &ListArgs) -> Result<ExitCode> {
 
 /// The capabilities `rondpoint run` would have here (a machine that launches its program).
 fn live_capabilities(sysfs_root: &std::path::Path) -> Result<Capabilities> {
-    let topology = rondpoint_linux::discover(sysfs_root)
-        .context("reading the NUMA topology")?
-        .topology;
+    let topology = crate::options::discover(sysfs_root)?.topology;
     let config = LiveConfig {
         sysfs_root: sysfs_root.to_path_buf(),
         ..LiveConfig::default()

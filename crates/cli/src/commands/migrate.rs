@@ -1,7 +1,7 @@
 //! `rondpoint migrate`: move a running process's pages to a node, verified.
 
 use crate::format;
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use rondpoint_linux::actuate;
 use rondpoint_linux::sys::{Errno, RealSys};
@@ -51,17 +51,19 @@ struct MigrateReport {
 
 /// Private, writable mappings (where a process's own data lives) from /proc/PID/maps.
 fn data_mappings(pid: i32) -> Result<Vec<(u64, u64)>> {
-    let text =
-        std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => anyhow::Error::new(crate::status::BadInput::msg(
-                format!("process {pid} is not running"),
-            )),
-            std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
-                "reading /proc/{pid}/maps: permission denied (moving another user's pages needs \
+    let text = rondpoint_safeio::read_system_text(std::path::Path::new(&format!(
+        "/proc/{pid}/maps"
+    )))
+    .map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow::Error::new(crate::status::BadInput::msg(format!(
+            "process {pid} is not running"
+        ))),
+        std::io::ErrorKind::PermissionDenied => anyhow::anyhow!(
+            "reading /proc/{pid}/maps: permission denied (moving another user's pages needs \
              root or CAP_SYS_NICE, and reading its memory map the same user or CAP_SYS_PTRACE)"
-            ),
-            _ => anyhow::Error::new(e).context(format!("reading /proc/{pid}/maps")),
-        })?;
+        ),
+        _ => anyhow::Error::new(e).context(format!("reading /proc/{pid}/maps")),
+    })?;
     let mut out = Vec::new();
     for line in text.lines() {
         let mut w = line.split_whitespace();
@@ -87,9 +89,12 @@ pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
     }
     check_nodes(args)?;
     let mappings = data_mappings(args.pid)?;
-    let thp_maps = std::fs::read_to_string(format!("/proc/{}/smaps", args.pid))
-        .map(|t| thp::parse_smaps(&t))
-        .unwrap_or_default();
+    let thp_maps = rondpoint_safeio::read_system_text(std::path::Path::new(&format!(
+        "/proc/{}/smaps",
+        args.pid
+    )))
+    .map(|t| thp::parse_smaps(&t))
+    .unwrap_or_default();
     let pages = page_addresses(&mappings, &thp_maps);
     let report = move_pages(args, &pages, &thp_maps)?;
     if args.json {
@@ -112,9 +117,7 @@ pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
 
 /// Refuses nodes the machine does not have, before anything is read or moved.
 fn check_nodes(args: &MigrateArgs) -> Result<()> {
-    let topology = rondpoint_linux::discover(&args.sysfs_root)
-        .context("reading the NUMA topology")?
-        .topology;
+    let topology = crate::options::discover(&args.sysfs_root)?.topology;
     for n in std::iter::once(&args.to).chain(&args.from) {
         if topology.index_of(NodeId(*n)).is_none() {
             bad_input!("node {n} does not exist on this machine");

@@ -32,8 +32,8 @@ pub struct RecordArgs {
     /// Seed of the simulator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Policy epoch (simulated milliseconds).
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    /// Policy epoch (simulated milliseconds, 1 to 3,600,000).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = crate::options::epoch_ms())]
     epoch_ms: u64,
     /// Most samples kept per epoch in the file (spread evenly); recordings of sampled runs
     /// otherwise grow by tens of megabytes per epoch.
@@ -42,12 +42,12 @@ pub struct RecordArgs {
     /// The recording to write (JSON lines, docs/record-format.md).
     #[arg(long, short = 'o', value_name = "FILE")]
     output: PathBuf,
+    /// Replace FILE even when it is not a rondpoint recording.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
-    if args.epoch_ms == 0 {
-        bad_input!("--epoch-ms must be at least 1");
-    }
     let config = args.policy_options.config()?;
     let mut policy = crate::policies::build(&args.policy, &config)?;
     let spec = MachineSpec::from_preset(&presets::machine(&args.machine)?)?;
@@ -57,7 +57,9 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         ..SimConfig::default()
     };
     let mut machine = SimMachine::new(spec, &scenario, sim)?;
-    let file = rondpoint_safeio::create_staged(&args.output).context("creating the recording")?;
+    let replace = crate::options::replace(args.force, rondpoint_safeio::OutputKind::Recording);
+    let file =
+        rondpoint_safeio::create_staged(&args.output, replace).context("creating the recording")?;
     let source = format!(
         "sim machine={} workload={} policy={} seed={}",
         args.machine, args.workload, args.policy, args.seed
@@ -73,9 +75,17 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         },
         Some(args.max_samples),
     )?;
+    // A signal ends the simulation between epochs; what was recorded is kept (a second one
+    // ends rondpoint at once, leaving its temporary file).
+    let received = crate::signals::install()?;
     let engine = EngineConfig {
-        epoch_ns: args.epoch_ms * 1_000_000,
+        epoch_ns: args.epoch_ms.saturating_mul(1_000_000),
         time_limit_ns: Some(3_600_000_000_000),
+        stop: Some(rondpoint_engine::StopSignal {
+            flag: std::sync::Arc::clone(&received.stop),
+            signal: std::sync::Arc::clone(&received.signal),
+            on_stop: rondpoint_engine::OnStop::End,
+        }),
         ..EngineConfig::default()
     };
     let mut failure = None;
@@ -102,12 +112,20 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         .map_err(anyhow::Error::from)
         .and_then(|staged| staged.commit().map_err(anyhow::Error::from))
         .with_context(|| format!("writing {}", args.output.display()))?;
-    eprintln!(
+    noteln!(
         "recorded {epochs} epochs ({:.1} simulated s) to {}",
         machine.now_ns() / 1e9,
         args.output.display()
     );
-    Ok(ExitCode::SUCCESS)
+    match received.pending() {
+        Some(signal) => {
+            noteln!(
+                "rondpoint: stopped by signal {signal}; the recording holds the epochs before it"
+            );
+            Ok(ExitCode::from(u8::try_from(128 + signal).unwrap_or(1)))
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
 }
 
 #[derive(Debug, Args)]

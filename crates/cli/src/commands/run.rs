@@ -77,7 +77,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         engine,
     } = opts.prepare()?;
     if !topology.is_numa() {
-        eprintln!(
+        noteln!(
             "rondpoint: this machine has a single NUMA node: there is nothing to manage; running \
              {} unchanged{}",
             args.command[0].to_string_lossy(),
@@ -103,7 +103,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         }
         if progress {
             let done = r.outcomes.iter().map(|o| o.pages_done).sum::<u64>();
-            eprint!(
+            note!(
                 "\rrondpoint [{label}] epoch {}: {} samples, {} actions, {done} pages placed   ",
                 r.epoch,
                 r.observation.samples.len(),
@@ -123,14 +123,14 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         on_epoch,
     )?;
     if progress {
-        eprintln!();
+        noteln!("");
     }
     let mut notes = Vec::new();
     let saved = LiveRecording::end(recording, &mut notes);
     let exit = describe(machine.exit_status());
     RunReport::new(opts, command, exit, started, acct, &mut machine, notes).print(opts.json)?;
     if let Some(saved) = saved {
-        eprintln!("rondpoint: {saved}");
+        noteln!("rondpoint: {saved}");
     }
     Ok(exit_code(machine.exit_status()))
 }

@@ -1,7 +1,7 @@
 //! `rondpoint sim`: run policies on simulated machines, side by side.
 
 use crate::format;
-use crate::options::PolicyOptions;
+use crate::options::{MAX_RUNS, PolicyOptions};
 use crate::status::Input;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -60,15 +60,16 @@ pub struct SimArgs {
 
     /// Run every workload under every policy N times, with seeds SEED, SEED+1, ..., and print
     /// each application's mean completion time and its standard deviation over the runs (the
-    /// JSON adds a `summary`).
-    #[arg(long, value_name = "N")]
+    /// JSON adds a `summary`). At most 10,000, and 10,000 runs in all (seeds x policies x
+    /// workloads).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_RUNS))]
     seeds: Option<u64>,
 
     #[command(flatten)]
     policy_options: PolicyOptions,
 
-    /// Policy epoch (simulated milliseconds).
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    /// Policy epoch (simulated milliseconds, 1 to 3,600,000).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = crate::options::epoch_ms())]
     epoch_ms: u64,
 
     /// Most pages (4 KiB or 2 MiB) a policy may move, interleave or replicate per epoch; the
@@ -249,9 +250,6 @@ impl Plan {
         let Some(machine_name) = &args.machine else {
             bad_input!("--machine is required");
         };
-        if args.epoch_ms == 0 {
-            bad_input!("--epoch-ms must be at least 1");
-        }
         let preset = presets::machine(machine_name)?;
         let spec = MachineSpec::from_preset(&preset)?;
         let config = args.policy_options.config()?;
@@ -284,7 +282,7 @@ impl Plan {
             ..SimConfig::default()
         };
         let engine = EngineConfig {
-            epoch_ns: args.epoch_ms * 1_000_000,
+            epoch_ns: args.epoch_ms.saturating_mul(1_000_000),
             limits: rondpoint_engine::RateLimits {
                 max_pages_per_epoch: args.max_pages_per_epoch,
                 max_bytes_per_epoch: args.max_mb_per_epoch.map(|mb| mb.saturating_mul(1_000_000)),
@@ -293,6 +291,18 @@ impl Plan {
         };
         let progress = !args.quiet;
         let seeds = seeds(args)?;
+        let runs = [seeds.len(), policies.len(), scenarios.len()]
+            .iter()
+            .fold(1u64, |n, &k| n.saturating_mul(k as u64));
+        if runs > MAX_RUNS {
+            bad_input!(
+                "{runs} runs ({} seeds x {} policies x {} workloads): one command runs at most \
+                 {MAX_RUNS}; split it",
+                seeds.len(),
+                policies.len(),
+                scenarios.len()
+            );
+        }
         Ok(Self {
             spec,
             config,
@@ -318,7 +328,7 @@ impl Plan {
         let several = scenario.apps.len() > 1;
         let solo = if several || profiled {
             if self.progress {
-                eprintln!("{} / {}: each program alone", self.spec.name, scenario.name);
+                noteln!("{} / {}: each program alone", self.spec.name, scenario.name);
             }
             let solo =
                 multiprogram::solo_runs(&self.spec, scenario, &self.sim, &self.engine, profiled)
@@ -387,12 +397,12 @@ impl Plan {
                     } else {
                         String::new()
                     };
-                    eprint!("\r{label}{of}: {t:.0} simulated s");
+                    note!("\r{label}{of}: {t:.0} simulated s");
                 }
             },
         )?;
         if self.progress {
-            eprintln!(
+            noteln!(
                 "{}{label}: {:.2} simulated s in {:.2} s of wall time",
                 if live { "\r" } else { "" },
                 r.completion_s,

@@ -7,7 +7,6 @@ use crate::format;
 use crate::status::Input;
 use anyhow::{Context, Result};
 use clap::Args;
-use rondpoint_linux::discover;
 use rondpoint_model::topology::InterconnectSpec;
 use rondpoint_model::{HmatPerf, InterconnectOrigin, NodeClass, Topology, cpulist};
 use serde::Serialize;
@@ -111,7 +110,7 @@ pub struct LlcReport {
 }
 
 pub fn run(args: &TopoArgs) -> Result<ExitCode> {
-    let mut discovery = discover(&args.sysfs_root).context("reading the NUMA topology")?;
+    let mut discovery = crate::options::discover(&args.sysfs_root)?;
     if let Some(file) = &args.interconnect {
         let text = rondpoint_safeio::read_text(file, rondpoint_safeio::InputKind::Interconnect)
             .context("reading the interconnect file")?;
@@ -437,8 +436,9 @@ mod tests {
     /// caches of different sizes.
     #[test]
     fn text_shows_file_links_and_mixed_caches() {
-        let d = discover(std::path::Path::new("../../fixtures/sysfs/r905-asymmetric"))
-            .expect("fixture");
+        let d =
+            rondpoint_linux::discover(std::path::Path::new("../../fixtures/sysfs/r905-asymmetric"))
+                .expect("fixture");
         let mut r = build_report(&d.topology, "fixture", vec!["a note".into()]);
         r.interconnect.file = Some("links.toml".into());
         r.interconnect.links.clear();

@@ -10,7 +10,7 @@ pub use report::RunReport;
 
 use crate::options::PolicyOptions;
 use crate::signals::Received;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use rondpoint_engine::{
     Accounting, EngineConfig, EpochReport, Machine, OnStop, RateLimits, StopSignal, WallClock,
@@ -36,8 +36,8 @@ pub struct LiveOptions {
     /// Print the end report as JSON on stdout (a managed program's own output is left alone).
     #[arg(long)]
     pub json: bool,
-    /// Epoch length (milliseconds).
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    /// Epoch length (milliseconds, 1 to 3,600,000).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = crate::options::epoch_ms())]
     pub epoch_ms: u64,
     /// Most pages the policy may move per epoch.
     #[arg(long, value_name = "PAGES", default_value_t = 65_536)]
@@ -64,6 +64,11 @@ pub struct LiveOptions {
         requires = "record"
     )]
     pub record_max_samples: MaxSamples,
+    /// Replace an output file (--record, the daemon's --state-file) even when it is not a
+    /// rondpoint output of the same kind; without it such a file is left alone and the
+    /// command refused.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl LiveOptions {
@@ -86,6 +91,7 @@ impl LiveOptions {
                     machine.topology(),
                     &capabilities,
                     self.record_max_samples.0,
+                    crate::options::replace(self.force, rondpoint_safeio::OutputKind::Recording),
                 )
             })
             .transpose()
@@ -126,13 +132,8 @@ impl LiveOptions {
     /// Checks the options and builds the policy and the engine's configuration, and reads the
     /// topology: all that can be wrong is found before any process is touched.
     pub fn prepare(&self) -> Result<Live> {
-        if self.epoch_ms == 0 {
-            bad_input!("--epoch-ms must be at least 1");
-        }
         let policy = crate::policies::build(&self.policy, &self.policy_options.config()?)?;
-        let topology = rondpoint_linux::discover(&self.sysfs_root)
-            .context("reading the NUMA topology")?
-            .topology;
+        let topology = crate::options::discover(&self.sysfs_root)?.topology;
         Ok(Live {
             policy,
             topology,

@@ -39,8 +39,10 @@ impl LiveRecording {
         topology: &Topology,
         capabilities: &Capabilities,
         max_samples: Option<usize>,
+        replace: rondpoint_safeio::Replace,
     ) -> Result<Self> {
-        let file = rondpoint_safeio::create_staged(path).context("creating the recording")?;
+        let file =
+            rondpoint_safeio::create_staged(path, replace).context("creating the recording")?;
         Ok(Self {
             path: path.to_path_buf(),
             source,
@@ -131,8 +133,9 @@ impl LiveRecording {
 
 /// Where a live recording came from: "live run 'CMD' policy=P kernel=K".
 pub fn live_source(what: &str, policy: &str) -> String {
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
+    let kernel =
+        rondpoint_safeio::read_system_text(std::path::Path::new("/proc/sys/kernel/osrelease"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into());
     format!("live {what} policy={policy} kernel={kernel}")
 }

@@ -74,7 +74,7 @@ impl RunReport {
         if json {
             outln!("{}", serde_json::to_string_pretty(self)?);
         } else {
-            eprint!("{}", render(self));
+            note!("{}", render(self));
         }
         Ok(())
     }

@@ -73,7 +73,7 @@ impl SysfsRoot {
     /// Reads a file that may be absent (`Ok(None)` then).
     pub(crate) fn read_optional(&self, rel: &str) -> Result<Option<String>, SysfsError> {
         let path = self.path(rel);
-        match fs::read(&path) {
+        match rondpoint_safeio::read_system(&path) {
             Ok(bytes) => utf8(path, bytes).map(Some),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(SysfsError::Read { path, source }),
@@ -120,7 +120,7 @@ impl SysfsRoot {
 }
 
 fn read_text(path: &Path) -> Result<String, SysfsError> {
-    let bytes = fs::read(path).map_err(|source| SysfsError::Read {
+    let bytes = rondpoint_safeio::read_system(path).map_err(|source| SysfsError::Read {
         path: path.to_path_buf(),
         source,
     })?;
