@@ -159,8 +159,19 @@ fn refuses_nothing_to_manage_and_missing_pids() {
 fn a_selection_of_the_whole_machine_needs_all_processes() {
     for (args, says) in [
         (vec!["--pid", "1"], "--pid 1 selects init"),
-        (vec!["--comm", "*"], "matches every command name"),
-        (vec!["--comm", "?*"], "matches every command name"),
+        (
+            vec!["--comm", "*"],
+            "matches command names by their length only",
+        ),
+        (
+            vec!["--comm", "?*"],
+            "matches command names by their length only",
+        ),
+        (vec!["--comm", "??*"], "of the machine's"),
+        (vec!["--comm", "*??"], "by their length only"),
+        (vec!["--comm", "?*?"], "by their length only"),
+        (vec!["--comm", "???*"], "by their length only"),
+        (vec!["--comm", "*?*?*"], "by their length only"),
         (vec!["--comm", ""], "not an empty string"),
         (vec!["--pid", "0"], "a process id is a positive number"),
         (vec!["--pid=-5"], "a process id is a positive number"),
@@ -171,6 +182,28 @@ fn a_selection_of_the_whole_machine_needs_all_processes() {
             .assert()
             .code(2)
             .stderr(predicate::str::contains(says));
+    }
+    // The root of a cgroup hierarchy holds every process not placed elsewhere; cgroup v1
+    // directories are not read.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("cgroup.procs"), "1\n").unwrap();
+    let v1 = tempfile::tempdir().unwrap();
+    std::fs::write(v1.path().join("cgroup.procs"), "1\n").unwrap();
+    std::fs::write(root.path().join("cgroup.controllers"), "cpu memory\n").unwrap();
+    for (dir, says) in [
+        (&root, "is the root of a cgroup hierarchy"),
+        (&v1, "is a cgroup v1 directory"),
+    ] {
+        rondpoint(&[
+            "daemon",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+            "--cgroup",
+            dir.path().to_str().unwrap(),
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(says));
     }
     // A kernel thread (kthreadd is pid 2 outside a pid namespace) has no memory to place.
     if std::fs::read_to_string("/proc/2/comm").is_ok_and(|c| c.trim() == "kthreadd") {

@@ -688,3 +688,67 @@ fn a_signal_during_record_keeps_what_was_recorded_and_no_temporary_file() {
         .collect();
     assert_eq!(left, ["rec.jsonl"]);
 }
+
+#[test]
+fn no_file_rondpoint_reads_is_echoed_in_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("shadow");
+    std::fs::write(&secret, "root:$6$s3cr3t-hash:19000:0:99999:7:::\n").unwrap();
+    let curve = format!("oaas.curve={}", secret.display());
+    let typed = dir.path().join("typed.toml");
+    std::fs::write(&typed, "[carrefour]\nlar_threshold = \"s3cr3t-hash\"\n").unwrap();
+    let tree = fixture_copy();
+    let cpulist = tree.path().join("devices/system/node/node1/cpulist");
+    std::fs::remove_file(&cpulist).unwrap();
+    std::os::unix::fs::symlink(&secret, &cpulist).unwrap();
+    for args in [
+        vec!["sim", "-m", "r905-asymmetric", "-w", "mg", "--set", &curve],
+        vec![
+            "sim",
+            "-m",
+            "r905-asymmetric",
+            "-w",
+            "mg",
+            "--config",
+            typed.to_str().unwrap(),
+        ],
+        vec!["topo", "--sysfs-root", tree.path().to_str().unwrap()],
+    ] {
+        rondpoint(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("s3cr3t").not());
+    }
+}
+
+#[test]
+fn numbers_past_a_configuration_or_a_machine_are_refused_with_the_reason() {
+    for (args, says) in [
+        (
+            vec![
+                "sim",
+                "-m",
+                "xeon-2s",
+                "-w",
+                "mg",
+                "--set",
+                "carrefour.seed=18446744073709551615",
+            ],
+            "past the largest whole number a configuration holds",
+        ),
+        (
+            vec!["calibrate", "--array-mib", "17592186044416"],
+            "is not in 1..=1024",
+        ),
+        (
+            vec!["calibrate", "--array-mib", "100000"],
+            "is not in 1..=1024",
+        ),
+    ] {
+        rondpoint(&args)
+            .timeout(Duration::from_secs(10))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+}

@@ -137,7 +137,7 @@ fn node_reads_per_s(
     work: u64,
     config: &LiveCalibration,
 ) -> Result<f64, LiveCalibrationError> {
-    let lines = (config.array_mib << 20) / LINE;
+    let lines = config.array_mib.saturating_mul(1 << 20) / LINE;
     let results: Vec<Result<f64, LiveCalibrationError>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus
             .iter()

@@ -11,11 +11,13 @@ use thiserror::Error;
 /// What was wrong with a list.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CpuListError {
-    #[error("'{0}' is not a number")]
+    // The messages never quote the list: it may come from a file that is not what it should
+    // be (a sysfs cpulist linked to a secret); the entry is kept for callers that want it.
+    #[error("an entry is not a number")]
     NotANumber(String),
-    #[error("range '{0}' runs backwards")]
+    #[error("a range runs backwards")]
     Backwards(String),
-    #[error("range '{0}' is too large (more than {MAX_LIST_LEN} entries)")]
+    #[error("a range is too large (more than {MAX_LIST_LEN} entries)")]
     TooLarge(String),
 }
 

@@ -164,13 +164,15 @@ impl GapCurve {
         struct Version {
             format: Option<u32>,
         }
-        let v: Version = toml::from_str(text).map_err(|e| CurveError::Toml(e.to_string()))?;
+        let v: Version = toml::from_str(text)
+            .map_err(|e| CurveError::Toml(crate::toml_error::describe(text, &e)))?;
         match v.format {
             Some(CURVE_FORMAT) => {}
             Some(f) => return Err(CurveError::Format(f)),
             None => return Err(CurveError::Invalid("`format` is missing".into())),
         }
-        let curve: GapCurve = toml::from_str(text).map_err(|e| CurveError::Toml(e.to_string()))?;
+        let curve: GapCurve = toml::from_str(text)
+            .map_err(|e| CurveError::Toml(crate::toml_error::describe(text, &e)))?;
         curve.check()?;
         Ok(curve)
     }

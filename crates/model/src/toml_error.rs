@@ -8,7 +8,8 @@
 /// "line L, column C: REASON" for an error in `text` (the reason alone when the parser gives
 /// no place).
 pub fn describe(text: &str, e: &toml::de::Error) -> String {
-    let reason = e.message().trim_end();
+    let reason = without_strings(e.message().trim_end());
+    let reason = reason.as_str();
     match e.span() {
         Some(span) => {
             let before = text.as_bytes().get(..span.start).unwrap_or(text.as_bytes());
@@ -21,6 +22,35 @@ pub fn describe(text: &str, e: &toml::de::Error) -> String {
         }
         None => reason.to_string(),
     }
+}
+
+/// A parser's reason without the string values it quotes: serde says `invalid type: string
+/// "X", expected f64`, and X may be what a file holds (a password in a file given by mistake).
+/// Kinds, keys and variant names stay.
+pub fn without_strings(reason: &str) -> String {
+    let mut out = String::with_capacity(reason.len());
+    let mut rest = reason;
+    while let Some(at) = rest.find("string \"") {
+        out.push_str(&rest[..at]);
+        out.push_str("a string");
+        let after = &rest[at + "string \"".len()..];
+        // The closing quote: the first one not escaped.
+        let mut escaped = false;
+        let end = after.char_indices().find_map(|(i, c)| match (escaped, c) {
+            (false, '"') => Some(i + 1),
+            (false, '\\') => {
+                escaped = true;
+                None
+            }
+            _ => {
+                escaped = false;
+                None
+            }
+        });
+        rest = end.map_or("", |e| &after[e..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The key a `key = value` line sets, when it is a plain (or dotted) key: a name that says
@@ -39,6 +69,31 @@ fn key_of_line(text: &str, line: usize) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_values_are_left_out_of_reasons() {
+        assert_eq!(
+            without_strings(r#"invalid type: string "root:$6$x\"y", expected f64"#),
+            "invalid type: a string, expected f64"
+        );
+        assert_eq!(
+            without_strings("unknown variant `x`"),
+            "unknown variant `x`"
+        );
+        #[derive(Debug, serde::Deserialize)]
+        struct Typed {
+            #[allow(dead_code)]
+            a: f64,
+        }
+        let text = "a = \"hunter2\"\n";
+        let e = toml::from_str::<Typed>(text).unwrap_err();
+        let d = describe(text, &e);
+        assert!(
+            d.contains("key `a`: invalid type: a string, expected f64"),
+            "{d}"
+        );
+        assert!(!d.contains("hunter2"), "{d}");
+    }
 
     #[test]
     fn the_place_and_reason_are_given_and_the_content_is_not() {

@@ -133,7 +133,7 @@ impl Params<'_> {
                 .try_into()
                 .map_err(|e: toml::de::Error| PolicyError::Config {
                     policy: self.policy.to_string(),
-                    message: e.to_string().trim().to_string(),
+                    message: toml_error::without_strings(e.to_string().trim()),
                 }),
         }
     }

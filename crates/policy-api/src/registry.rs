@@ -247,6 +247,21 @@ impl Registry {
             return Err(syntax());
         }
         let info = self.info(policy.trim())?;
+        // An integer past TOML's (a u64 seed) would otherwise be read as a string.
+        let digits = text.trim().trim_start_matches(['-', '+']).replace('_', "");
+        if !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && text.trim().replace('_', "").parse::<i64>().is_err()
+        {
+            return Err(PolicyError::Config {
+                policy: info.name.to_string(),
+                message: format!(
+                    "{path} = {}: past the largest whole number a configuration holds ({})",
+                    text.trim(),
+                    i64::MAX
+                ),
+            });
+        }
         let defaults = (info.defaults)();
         let value = match value_at(&defaults, path) {
             Some(toml::Value::String(_)) => toml::Value::String(text.to_string()),

@@ -143,7 +143,11 @@ pub fn workload_from_text(origin: &str, text: &str) -> Result<Scenario, PresetEr
     }
     toml::Value::Table(table)
         .try_into()
-        .map_err(|e: toml::de::Error| bad(e.to_string().trim_end().to_string()))
+        .map_err(|e: toml::de::Error| {
+            bad(rondpoint_model::toml_error::without_strings(
+                e.to_string().trim_end(),
+            ))
+        })
 }
 
 /// The one application of a built-in workload preset, as a TOML table.

@@ -28,21 +28,24 @@ pub struct CalibrateArgs {
     )]
     sysfs_root: PathBuf,
 
-    /// Live: each CPU's private array (MiB; [Gaud10 §3.1]: 64).
+    /// Live: each CPU's private array (MiB, 1 to 1024: far past any last-level cache;
+    /// [Gaud10 §3.1]: 64).
     #[arg(
         long,
         value_name = "MIB",
         default_value_t = 64,
-        conflicts_with = "machine"
+        conflicts_with = "machine",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024)
     )]
     array_mib: usize,
 
-    /// Live: how long each node runs at each point (milliseconds).
+    /// Live: how long each node runs at each point (milliseconds, 1 to 60,000).
     #[arg(
         long,
         value_name = "MS",
         default_value_t = 500,
-        conflicts_with = "machine"
+        conflicts_with = "machine",
+        value_parser = clap::builder::RangedU64ValueParser::<u64>::new().range(1..=60_000)
     )]
     ms: u64,
 
@@ -86,9 +89,6 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
 
 /// This machine's curve, measured live.
 fn live(args: &CalibrateArgs) -> Result<GapCurve> {
-    if args.array_mib == 0 || args.ms == 0 {
-        bad_input!("--array-mib and --ms must be at least 1");
-    }
     let topology = crate::options::discover(&args.sysfs_root)?.topology;
     let kernel =
         rondpoint_safeio::read_system_text(std::path::Path::new("/proc/sys/kernel/osrelease"))

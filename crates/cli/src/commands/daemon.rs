@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::{EpochReport, OnStop};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
-use rondpoint_linux::procfs::ProcRoot;
+use rondpoint_linux::procfs::{ProcRoot, glob_match};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::{OutcomeStatus, Pid, Topology};
 use serde::Serialize;
@@ -28,8 +28,9 @@ pub struct DaemonArgs {
     #[arg(long = "cgroup", value_name = "DIR")]
     cgroups: Vec<PathBuf>,
     /// Allow a selection that takes in every process of the machine: `--pid 1` (init and all
-    /// its descendants) or a `--comm` pattern made only of `*` and `?`. Without it they are
-    /// refused, as a slip of the shell more often than a wish.
+    /// its descendants), a `--comm` pattern with no letter (only `*` and `?`: names by length
+    /// alone), or the root of a cgroup hierarchy. Without it they are refused, as a slip of the
+    /// shell more often than a wish.
     #[arg(long)]
     all_processes: bool,
     #[command(flatten)]
@@ -193,10 +194,12 @@ fn check_selection(args: &DaemonArgs) -> Result<()> {
         if pattern.is_empty() {
             bad_input!("--comm needs a command name or a pattern, not an empty string");
         }
-        if matches_every_name(pattern) && !args.all_processes {
+        if matches_by_length_only(pattern) && !args.all_processes {
+            let (matched, all) = count_matching(&proc, |comm| glob_match(pattern, comm));
             bad_input!(
-                "--comm '{pattern}' matches every command name, that is every process of the \
-                 machine; add --all-processes if that is what you want"
+                "--comm '{pattern}' has no letter: it matches command names by their length \
+                 only, {matched} of the machine's {all} processes now; add --all-processes if \
+                 that is what you want"
             );
         }
     }
@@ -207,16 +210,45 @@ fn check_selection(args: &DaemonArgs) -> Result<()> {
                 dir.display()
             );
         }
+        if !dir.join("cgroup.controllers").is_file() {
+            bad_input!(
+                "{} is a cgroup v1 directory (no cgroup.controllers): rondpoint reads cgroup v2 \
+                 hierarchies only",
+                dir.display()
+            );
+        }
+        // Every cgroup v2 directory but the root has a cgroup.type.
+        if !dir.join("cgroup.type").is_file() && !args.all_processes {
+            bad_input!(
+                "{} is the root of a cgroup hierarchy, which holds every process not placed \
+                 elsewhere; add --all-processes if that is what you want",
+                dir.display()
+            );
+        }
     }
     Ok(())
 }
 
-/// Whether a `--comm` glob matches every command name (only `*` and `?`, with a `*`; a
-/// command name is never empty).
-fn matches_every_name(pattern: &str) -> bool {
-    pattern.contains('*')
-        && pattern.chars().filter(|&c| c == '?').count() <= 1
-        && pattern.chars().all(|c| c == '*' || c == '?')
+/// Whether a `--comm` glob has no literal character: made of `*` and `?` only, it selects
+/// command names by their length alone (`*`, `??*`: every process of the machine, or nearly).
+fn matches_by_length_only(pattern: &str) -> bool {
+    pattern.chars().all(|c| c == '*' || c == '?')
+}
+
+/// How many of the machine's processes (kernel threads left out) `select` takes, and of how
+/// many: what a refusal says.
+fn count_matching(proc: &ProcRoot, select: impl Fn(&str) -> bool) -> (usize, usize) {
+    let pids = proc.pids().unwrap_or_default();
+    let stats = pids
+        .iter()
+        .filter_map(|&p| proc.stat(p).ok().flatten())
+        .filter(|s| !s.is_kernel_thread());
+    let (mut matched, mut all) = (0, 0);
+    for s in stats {
+        all += 1;
+        matched += usize::from(select(&s.comm));
+    }
+    (matched, all)
 }
 
 /// The machine managing the processes selected; an error when only `--pid` was given and none
@@ -247,15 +279,17 @@ fn select(
 
 #[cfg(test)]
 mod tests {
-    use super::matches_every_name;
+    use super::matches_by_length_only;
 
     #[test]
-    fn catch_all_patterns_are_recognised() {
-        for p in ["*", "**", "?*", "*?*"] {
-            assert!(matches_every_name(p), "{p}");
+    fn patterns_without_a_letter_are_recognised() {
+        for p in [
+            "*", "**", "?*", "*?*", "??*", "*??", "?*?", "???*", "*?*?*", "?",
+        ] {
+            assert!(matches_by_length_only(p), "{p}");
         }
-        for p in ["", "?", "??*", "a*", "*x", "mgen", "[a]*"] {
-            assert!(!matches_every_name(p), "{p}");
+        for p in ["a*", "*x", "mgen", "[a]*", "?a*"] {
+            assert!(!matches_by_length_only(p), "{p}");
         }
     }
 }

@@ -34,8 +34,7 @@ impl SysfsRoot {
             if key != "MemTotal" && key != "MemFree" {
                 continue;
             }
-            let bad =
-                |what: &str| self.malformed(&rel, format!("line {}: {what}: {line:?}", lineno + 1));
+            let bad = |what: &str| self.malformed(&rel, format!("line {}: {what}", lineno + 1));
             if words.get(1).copied() != Some(node.0.to_string().as_str()) {
                 return Err(bad(&format!("expected node {}", node.0)));
             }

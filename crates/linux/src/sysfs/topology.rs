@@ -96,25 +96,26 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
 
 fn parse_list(fs: &SysfsRoot, rel: &str) -> Result<Vec<u32>, SysfsError> {
     let text = fs.read(rel)?;
-    cpulist::parse(&text).map_err(|e| fs.malformed(rel, format!("bad list {:?}: {e}", text.trim())))
+    cpulist::parse(&text).map_err(|e| fs.malformed(rel, format!("not a CPU list: {e}")))
 }
 
 fn read_distance(fs: &SysfsRoot, rel: &str, nodes: usize) -> Result<Vec<u32>, SysfsError> {
     let text = fs.read(rel)?;
     let row = text
         .split_whitespace()
-        .map(|w| {
+        .enumerate()
+        .map(|(i, w)| {
             w.parse::<u32>()
-                .map_err(|_| fs.malformed(rel, format!("{w:?} is not a distance")))
+                .map_err(|_| fs.malformed(rel, format!("entry {} is not a distance", i + 1)))
         })
         .collect::<Result<Vec<u32>, _>>()?;
     if row.len() != nodes {
         return Err(fs.malformed(
             rel,
             format!(
-                "{} distances for {nodes} online nodes (row {:?})",
+                "{} distances for {nodes} online nodes (row {})",
                 row.len(),
-                text.trim()
+                row.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
             ),
         ));
     }
@@ -128,7 +129,7 @@ fn read_u64_optional(fs: &SysfsRoot, rel: &str) -> Result<Option<u64>, SysfsErro
             .trim()
             .parse::<u64>()
             .map(Some)
-            .map_err(|_| fs.malformed(rel, format!("{:?} is not a number", t.trim()))),
+            .map_err(|_| fs.malformed(rel, "not a number")),
     }
 }
 
@@ -186,9 +187,10 @@ fn read_llcs(fs: &SysfsRoot, cpus: &[u32]) -> Result<Vec<LlcDomain>, SysfsError>
             let Some(level) = fs.read_optional(&level_rel)? else {
                 continue;
             };
-            let level: u32 = level.trim().parse().map_err(|_| {
-                fs.malformed(&level_rel, format!("{:?} is not a level", level.trim()))
-            })?;
+            let level: u32 = level
+                .trim()
+                .parse()
+                .map_err(|_| fs.malformed(&level_rel, "not a cache level"))?;
             if best.as_ref().is_none_or(|(l, _)| level > *l) {
                 best = Some((level, dir));
             }
@@ -202,13 +204,12 @@ fn read_llcs(fs: &SysfsRoot, cpus: &[u32]) -> Result<Vec<LlcDomain>, SysfsError>
         // Offline CPUs may be listed; keep the ones the nodes know.
         shared.retain(|c| cpus.contains(c));
         let size_rel = format!("{dir}/size");
-        let size =
-            match fs.read_optional(&size_rel)? {
-                None => None,
-                Some(s) => Some(parse_size(&s).ok_or_else(|| {
-                    fs.malformed(&size_rel, format!("{:?} is not a size", s.trim()))
-                })?),
-            };
+        let size = match fs.read_optional(&size_rel)? {
+            None => None,
+            Some(s) => {
+                Some(parse_size(&s).ok_or_else(|| fs.malformed(&size_rel, "not a cache size"))?)
+            }
+        };
         domains.entry(shared).or_insert(size);
     }
     Ok(domains
