@@ -83,7 +83,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_error(&e),
+    };
     let result = match cli.command {
         Command::Topo(args) => commands::topo::run(&args),
         Command::Sim(args) => commands::sim::run(&args),
@@ -105,5 +108,21 @@ fn main() -> ExitCode {
             }
             status::of(&err)
         }
+    }
+}
+
+/// What the argument parser says instead of a command: help and version on standard output
+/// (through [`output::write()`], so that `rondpoint --help | head` ends with the SIGPIPE status),
+/// a usage error on standard error with status 2.
+fn parse_error(e: &clap::Error) -> ExitCode {
+    let text = e.render().to_string();
+    if e.use_stderr() {
+        note!("{text}");
+        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    }
+    match output::write(format_args!("{text}")) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.is::<output::Closed>() => ExitCode::from(output::CLOSED_STATUS),
+        Err(_) => ExitCode::FAILURE,
     }
 }

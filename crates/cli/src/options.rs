@@ -91,3 +91,32 @@ pub fn discover(root: &Path) -> Result<rondpoint_linux::Discovery> {
         crate::status::Input::input(found)
     }
 }
+
+/// A process the user named to be managed or moved: it runs (not a zombie), has memory of its
+/// own (not a kernel thread) and is not rondpoint. Refusals are the user's input (status 2).
+pub fn check_process(pid: i32) -> Result<rondpoint_linux::procfs::TaskStat> {
+    if pid <= 0 {
+        bad_input!("--pid {pid}: a process id is a positive number");
+    }
+    let proc = rondpoint_linux::procfs::ProcRoot::new("/proc");
+    let Some(stat) = proc.stat(rondpoint_model::Pid(pid)).ok().flatten() else {
+        bad_input!("process {pid} is not running");
+    };
+    if matches!(stat.state, 'Z' | 'X' | 'x') {
+        bad_input!(
+            "process {pid} ({}) has exited (a zombie its parent has not reaped): it has no \
+             memory left to place",
+            stat.comm
+        );
+    }
+    if stat.is_kernel_thread() {
+        bad_input!(
+            "process {pid} ({}) is a kernel thread: it has no memory of its own to place",
+            stat.comm
+        );
+    }
+    if pid == std::process::id() as i32 {
+        bad_input!("--pid {pid} is rondpoint itself, which never manages itself");
+    }
+    Ok(stat)
+}

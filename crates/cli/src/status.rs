@@ -80,8 +80,35 @@ fn engine_input(e: &EngineError) -> bool {
     !matches!(e, EngineError::Machine(_))
 }
 
-/// The status for an error: 2 when it is the user's, else 1.
+/// A program `run` could not start: 127 when it was not found, 126 when it was found but could
+/// not be executed, as a shell says.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start {program}: {errno}")]
+pub struct NotStarted {
+    pub program: String,
+    pub errno: rondpoint_linux::sys::Errno,
+}
+
+fn not_started(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
+    use rondpoint_linux::machine::LiveError;
+    use rondpoint_linux::sys::Errno;
+    let errno = match (
+        e.downcast_ref::<NotStarted>(),
+        e.downcast_ref::<LiveError>(),
+    ) {
+        (Some(n), _) => n.errno,
+        (None, Some(LiveError::Spawn { errno, .. })) => *errno,
+        _ => return None,
+    };
+    Some(if errno == Errno::ENOENT { 127 } else { 126 })
+}
+
+/// The status for an error: 127 or 126 for a program that could not be started, 2 when it is
+/// the user's, else 1.
 pub fn of(err: &anyhow::Error) -> ExitCode {
+    if let Some(code) = err.chain().find_map(not_started) {
+        return ExitCode::from(code);
+    }
     if err.chain().any(is_input) {
         ExitCode::from(2)
     } else {

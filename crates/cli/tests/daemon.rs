@@ -120,7 +120,7 @@ fn refuses_nothing_to_manage_and_missing_pids() {
     ])
     .assert()
     .code(2)
-    .stderr(predicate::str::contains("999999999 not running"));
+    .stderr(predicate::str::contains("process 999999999 is not running"));
     rondpoint(&[
         "daemon",
         "--cgroup",
@@ -152,7 +152,7 @@ fn refuses_nothing_to_manage_and_missing_pids() {
     ])
     .assert()
     .code(2)
-    .stderr(predicate::str::contains("999999999 not running"));
+    .stderr(predicate::str::contains("process 999999999 is not running"));
 }
 
 #[test]

@@ -71,3 +71,45 @@ fn a_move_that_moves_nothing_fails() {
     victim.kill().unwrap();
     victim.wait().unwrap();
 }
+
+#[test]
+fn a_zombie_or_a_kernel_thread_is_refused_not_moved() {
+    // A child that exited and that this test has not reaped yet is a zombie.
+    let mut zombie = std::process::Command::new("true").spawn().unwrap();
+    let pid = zombie.id().to_string();
+    let dead = |p: &str| {
+        std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+    };
+    for _ in 0..200 {
+        if dead(&pid) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(dead(&pid));
+    for args in [
+        vec!["migrate", "--pid", &pid, "--to", "0"],
+        vec![
+            "daemon",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+            "--pid",
+            &pid,
+        ],
+    ] {
+        rondpoint(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("has exited (a zombie"));
+    }
+    zombie.wait().unwrap();
+    if std::fs::read_to_string("/proc/2/comm").is_ok_and(|c| c.trim() == "kthreadd") {
+        rondpoint(&["migrate", "--pid", "2", "--to", "0"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("(kthreadd) is a kernel thread"));
+    }
+}

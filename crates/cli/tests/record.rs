@@ -205,3 +205,14 @@ fn bad_policy_configuration_fails_before_anything_runs() {
     .assert()
     .success();
 }
+
+#[test]
+fn a_policy_the_recorded_machine_could_not_run_is_refused_as_run_would() {
+    let live = "fixtures/recordings/live-testbed-6.12-carrefour-own-partitioned.jsonl";
+    for policy in ["oracle", "n-mass", "oaas"] {
+        rondpoint(&["replay", live, "-p", policy])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("{policy} cannot run")));
+    }
+}

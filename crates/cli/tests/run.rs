@@ -103,7 +103,7 @@ fn missing_program_and_bad_configuration_are_explained() {
         "/no/such/program",
     ])
     .assert()
-    .code(1)
+    .code(127)
     .stderr(predicate::str::contains("cannot start /no/such/program"))
     .stderr(predicate::str::contains("ENOENT"));
     let dir = tempfile::tempdir().unwrap();

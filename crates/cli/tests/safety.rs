@@ -327,6 +327,9 @@ fn a_closed_standard_output_ends_quietly_with_the_sigpipe_status() {
             "--json",
         ],
         vec!["topo", "--sysfs-root", "fixtures/sysfs/r905-asymmetric"],
+        vec!["--help"],
+        vec!["sim", "--help"],
+        vec!["--version"],
     ] {
         // The reader is gone before rondpoint starts: every write fails with EPIPE.
         let (reader, writer) = std::io::pipe().unwrap();
@@ -462,6 +465,13 @@ fn a_standard_error_that_cannot_be_written_stops_nothing() {
         with_full_stderr(&["run", "--", "sh", "-c", "exit 3"]),
         Some(3)
     );
+    // A program that cannot be started: 127 when it is not found, 126 when it cannot be
+    // executed, as a shell says.
+    assert_eq!(
+        with_full_stderr(&["run", "--", "/no/such/program"]),
+        Some(127)
+    );
+    assert_eq!(with_full_stderr(&["run", "--", "/etc"]), Some(126));
     // A refusal keeps its status though its message is lost.
     assert_eq!(
         with_full_stderr(&["sim", "-m", "nonexist", "-w", "mg"]),

@@ -362,7 +362,7 @@ fn seeds_summarise_each_application_with_its_spread() {
     rondpoint(&[&args[..args.len() - 1], &["0"]].concat())
         .assert()
         .failure()
-        .stderr(predicate::str::contains("--seeds must be at least 1"));
+        .stderr(predicate::str::contains("0 is not in 1..=10000"));
 }
 
 #[test]

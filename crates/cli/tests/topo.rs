@@ -114,7 +114,7 @@ fn interconnect_file_pins_routes() {
 fn missing_root_is_a_clear_error() {
     rondpoint(&["topo", "--sysfs-root", "no/such/dir"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains(
             "no/such/dir/devices/system/node does not exist",
         ))

@@ -359,18 +359,32 @@ fn admit<M: Machine + ?Sized>(
     policy: &mut dyn Policy,
 ) -> Result<Accounting, EngineError> {
     let capabilities = machine.capabilities();
-    let acct = Accounting {
-        reduced: capabilities.check(policy.name(), &policy.needs())?,
+    let processes = machine.processes();
+    let reduced = check_policy(&capabilities, machine.topology(), &processes, policy)?;
+    Ok(Accounting {
+        reduced,
         ..Accounting::default()
-    };
-    policy.configure(&capabilities);
+    })
+}
+
+/// Whether `policy` can run with these capabilities, on this topology, for these processes:
+/// its needs met (the list of those met only by estimates or substitutes), then configured
+/// and asked whether it accepts them. The one check before a run, live, simulated or replayed.
+pub(crate) fn check_policy(
+    capabilities: &Capabilities,
+    topology: &Topology,
+    processes: &[ProcessInfo],
+    policy: &mut dyn Policy,
+) -> Result<Vec<String>, EngineError> {
+    let reduced = capabilities.check(policy.name(), &policy.needs())?;
+    policy.configure(capabilities);
     policy
-        .accepts(machine.topology(), &machine.processes())
+        .accepts(topology, processes)
         .map_err(|why| EngineError::Refused {
             policy: policy.name().to_string(),
             why: why.to_string(),
         })?;
-    Ok(acct)
+    Ok(reduced)
 }
 
 /// The outcomes of actions not carried out, for `why` ("dry run", "replay").

@@ -34,7 +34,7 @@ pub enum RecordError {
 
 /// One line of a recording.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum RecordLine {
     Header {
         version: u32,
@@ -261,8 +261,16 @@ fn same_actions(a: &[Action], b: &[Action]) -> bool {
 /// The policy is configured with the recorded machine's capabilities (every capability for a
 /// recording that does not list them), so that it works as it would have there; its needs are
 /// not checked, since nothing is carried out.
-pub fn replay(policy: &mut dyn Policy, rec: &Recording) -> (Vec<Action>, Vec<ReplayedEpoch>) {
-    policy.configure(rec.capabilities.as_ref().unwrap_or(&Capabilities::all()));
+pub fn replay(
+    policy: &mut dyn Policy,
+    rec: &Recording,
+) -> Result<(Vec<Action>, Vec<ReplayedEpoch>), crate::EngineError> {
+    // The recorded machine's capabilities (a recording from before they were recorded: a
+    // simulator's, which has them all): a policy it could not have run is refused, as `run`
+    // would refuse it there.
+    let all = Capabilities::all();
+    let capabilities = rec.capabilities.as_ref().unwrap_or(&all);
+    crate::check_policy(capabilities, &rec.topology, &rec.processes, policy)?;
     let start = policy.start(&rec.topology, &rec.processes);
     let epochs = rec
         .epochs
@@ -284,7 +292,7 @@ pub fn replay(policy: &mut dyn Policy, rec: &Recording) -> (Vec<Action>, Vec<Rep
             }
         })
         .collect();
-    (start, epochs)
+    Ok((start, epochs))
 }
 
 #[cfg(test)]
@@ -339,11 +347,29 @@ mod tests {
         assert_eq!(back.topology, topo);
         assert_eq!(back.capabilities, Some(caps));
         assert_eq!(back.epochs.len(), 3);
-        let (start, replayed) = replay(&mut Echo, &back);
+        let (start, replayed) = replay(&mut Echo, &back).unwrap();
         assert!(start.is_empty());
         assert_eq!(replayed.len(), 3);
         assert_eq!(replayed[2].actions.len(), 1);
         assert!(!replayed[2].same_as_recorded, "nothing was recorded");
+        // A policy the recorded machine could not have run is refused, as `run` refuses it.
+        struct WantsTruth;
+        impl Policy for WantsTruth {
+            fn name(&self) -> &str {
+                "wants-truth"
+            }
+            fn needs(&self) -> Vec<rondpoint_model::Need> {
+                vec![rondpoint_model::Need::one(
+                    rondpoint_model::Capability::Truth,
+                    "to read true access rates",
+                )]
+            }
+            fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+                Vec::new()
+            }
+        }
+        let err = replay(&mut WantsTruth, &back).unwrap_err().to_string();
+        assert!(err.contains("wants-truth"), "{err}");
     }
 
     #[test]

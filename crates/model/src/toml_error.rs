@@ -10,6 +10,10 @@
 pub fn describe(text: &str, e: &toml::de::Error) -> String {
     let reason = without_strings(e.message().trim_end());
     let reason = reason.as_str();
+    // A missing field is the table's, not a line's: a place would point at its first line.
+    if reason.starts_with("missing field") {
+        return reason.to_string();
+    }
     match e.span() {
         Some(span) => {
             let before = text.as_bytes().get(..span.start).unwrap_or(text.as_bytes());

@@ -31,13 +31,13 @@
 //! numa_group, no load weighing in task moves (a share threshold stands in for `task_weight`
 //! comparisons), no retry timers.
 
-use crate::Policy;
+use crate::{Policy, PolicyError};
 use rondpoint_model::bounds::MAX_CPUS;
 use rondpoint_model::{
     Action, Capability, CpuId, HintingScan, Need, NodeId, Observation, PageRange, PageSize, Pid,
     ProcessInfo, SampleSource, SamplingRequest, ThreadInfo, Tid, Topology,
 };
-use rondpoint_policy_api::bounds::{Bounds, FRACTION, ParamBounds, TRACKED_PAGES};
+use rondpoint_policy_api::bounds::{Bounds, FRACTION, ParamBounds, TRACKED_PAGES, check_config};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -111,27 +111,29 @@ pub struct AutoNuma {
     thread_faults: BTreeMap<(Pid, Tid), Vec<f64>>,
 }
 
-fn unit(x: f64, default: f64) -> f64 {
-    if x.is_finite() {
-        x.clamp(0.0, 1.0)
-    } else {
-        default
-    }
-}
-
 impl AutoNuma {
-    pub fn new(config: AutoNumaConfig) -> Self {
-        let d = AutoNumaConfig::default();
-        let mut c = config;
-        c.scan_period_min_ms = c.scan_period_min_ms.max(1);
-        c.scan_period_max_ms = c.scan_period_max_ms.max(c.scan_period_min_ms);
-        c.local_fault_ratio_to_slow_down = unit(
-            c.local_fault_ratio_to_slow_down,
-            d.local_fault_ratio_to_slow_down,
-        );
-        c.fault_decay = unit(c.fault_decay, d.fault_decay);
-        c.preferred_node_min_share = unit(c.preferred_node_min_share, d.preferred_node_min_share);
-        c.max_tracked_pages = c.max_tracked_pages.max(2);
+    /// AutoNUMA with these parameters: each in its range ([`BOUNDS`]), and the scan period's
+    /// least no more than its most.
+    pub fn new(config: AutoNumaConfig) -> Result<Self, PolicyError> {
+        check_config("autonuma", BOUNDS, &config)?;
+        if config.scan_period_min_ms > config.scan_period_max_ms {
+            return Err(PolicyError::Config {
+                policy: "autonuma".into(),
+                message: format!(
+                    "scan_period_min_ms ({}) is above scan_period_max_ms ({})",
+                    config.scan_period_min_ms, config.scan_period_max_ms
+                ),
+            });
+        }
+        Ok(Self::checked(config))
+    }
+
+    /// Linux's automatic NUMA balancing at its defaults.
+    pub(crate) fn linux_defaults() -> Self {
+        Self::checked(AutoNumaConfig::default())
+    }
+
+    fn checked(c: AutoNumaConfig) -> Self {
         Self {
             period_ms: c.scan_period_min_ms,
             config: c,
@@ -482,7 +484,7 @@ mod tests {
     #[test]
     fn two_stage_filter() {
         let t = topo();
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         // First fault from node 1: recorded only.
         assert_eq!(a.decide(&t, &obs(0, vec![fault(1, 1, 0x1234, 0)])), vec![]);
         // Second consecutive fault from node 1, next epoch: the page moves to node 1.
@@ -508,7 +510,7 @@ mod tests {
     #[test]
     fn ignores_other_samples_and_full_nodes_and_stays_bounded() {
         let t = topo();
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         let ibs = [fault(1, 1, 0x1000, 0), fault(1, 1, 0x1000, 0)].map(|s| Sample {
             source: SampleSource::Ibs,
             ..s
@@ -526,7 +528,8 @@ mod tests {
         let mut a = AutoNuma::new(AutoNumaConfig {
             max_tracked_pages: 8,
             ..Default::default()
-        });
+        })
+        .unwrap();
         a.decide(
             &t,
             &obs(0, (0..100).map(|i| fault(1, 1, i * 4096, 0)).collect()),
@@ -537,16 +540,24 @@ mod tests {
     #[test]
     fn scan_period_adapts_within_bounds() {
         let t = topo();
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         let req = |a: &AutoNuma| a.sampling().hinting.map(|h| (h.scan_bytes, h.period_ms));
         assert_eq!(req(&a), Some((256 << 20, 1000)));
         assert_eq!(a.sampling().period_cycles, None);
         assert!(!a.sampling().truth);
-        let c = AutoNumaConfig {
-            scan_period_min_ms: 0,
-            ..Default::default()
-        };
-        assert_eq!(AutoNuma::new(c).scan_period_ms(), 1);
+        // Out of range, or the least period above the most: refused, not clamped.
+        for c in [
+            AutoNumaConfig {
+                scan_period_min_ms: 0,
+                ..Default::default()
+            },
+            AutoNumaConfig {
+                scan_period_min_ms: 70_000,
+                ..Default::default()
+            },
+        ] {
+            assert!(AutoNuma::new(c).is_err());
+        }
         let text = toml::to_string(&AutoNumaConfig::default()).unwrap();
         assert_eq!(
             toml::from_str::<AutoNumaConfig>(&text).unwrap(),
@@ -588,7 +599,7 @@ mod tests {
     #[test]
     fn thread_moves_to_an_idle_cpu_of_its_memory_node() {
         let t = topo();
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         a.period_ms = 8000;
         // Thread 1 on CPU 0 (node 0) faults on 4 pages of node 2 and 1 of node 0; CPU 4 of
         // node 2 is busy, CPU 5 idle.
@@ -603,7 +614,7 @@ mod tests {
     #[test]
     fn threads_swap_when_the_preferred_node_is_full() {
         let t = topo();
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         // Node 2 is full (threads 2 and 3). Thread 3 has no faults: no partner, no move.
         let s: Vec<Sample> = (0..4).map(|i| fault(1, 0, i * 4096, 2)).collect();
         let o = with_threads(obs(0, s), &[(1, 0), (2, 4), (3, 5)]);
@@ -642,18 +653,18 @@ mod tests {
                 .filter(|a| matches!(a, Action::MigratePages { .. }))
                 .count()
         };
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         let first = a.decide(&t, &with_policy(obs(0, faults(0).collect()), bound(false)));
         assert_eq!(first, vec![pin(1, 4)]);
         let second = a.decide(&t, &with_policy(obs(1, faults(2).collect()), bound(false)));
         assert_eq!(migrations(&second), 0);
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         a.decide(&t, &with_threads(obs(0, faults(0).collect()), &[(1, 0)]));
         let o = with_threads(obs(1, faults(2).collect()), &[(1, 0)]);
         assert_eq!(migrations(&a.decide(&t, &o)), 1);
         // With the flag, pages move only toward a faulting node among the policy's: node 0 is
         // not, node 1 is.
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         a.decide(&t, &with_policy(obs(0, faults(0).collect()), bound(true)));
         let o = with_policy(obs(1, faults(2).collect()), bound(true));
         assert!(
@@ -666,11 +677,11 @@ mod tests {
                 .map(move |_| fault(1, 1, e * 4096, 2))
                 .collect::<Vec<_>>()
         };
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         let o = with_policy(obs(0, from1(9)), bound(true));
         assert_eq!(a.decide(&t, &o), vec![migrate(9 * 4096, 1, 1)]);
         // Outside the bound range, the usual rule.
-        let mut a = AutoNuma::new(AutoNumaConfig::default());
+        let mut a = AutoNuma::linux_defaults();
         let o = with_policy(obs(0, from1(0x200)), bound(false));
         assert_eq!(a.decide(&t, &o), vec![migrate(0x200 * 4096, 1, 1)]);
     }

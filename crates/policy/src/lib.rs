@@ -83,7 +83,7 @@ pub static BUILTIN: &[PolicyInfo] = &[
                   two-fault migration filter, tasks moved toward their memory",
         source: "Linux",
         in_all: true,
-        build: |p| Ok(Box::new(autonuma::AutoNuma::new(p.parse()?))),
+        build: |p| Ok(Box::new(autonuma::AutoNuma::new(p.parse()?)?)),
         defaults: defaults_of::<autonuma::AutoNumaConfig>,
         bounds: autonuma::BOUNDS,
         files: &[],

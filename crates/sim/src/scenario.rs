@@ -22,7 +22,8 @@ pub struct Scenario {
     /// programs that end first. An application's completion is the end of its first run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restart: bool,
-    #[serde(rename = "app")]
+    /// Its `[[app]]` tables (none is refused when the machine is built, saying so).
+    #[serde(rename = "app", default)]
     pub apps: Vec<AppSpec>,
 }
 

@@ -4,7 +4,7 @@
 use crate::format;
 use anyhow::{Context, Result};
 use clap::Args;
-use rondpoint_linux::calibrate::{LiveCalibration, calibrate_live};
+use rondpoint_linux::calibrate::{LiveCalibration, LiveCalibrationError, calibrate_live};
 use rondpoint_model::GapCurve;
 use rondpoint_sim::calibrate::{CalibrationConfig, calibrate};
 use rondpoint_sim::presets;
@@ -99,7 +99,20 @@ fn live(args: &CalibrateArgs) -> Result<GapCurve> {
         duration: std::time::Duration::from_millis(args.ms),
         ..LiveCalibration::default()
     };
-    Ok(calibrate_live(&topology, &name, &config)?)
+    calibrate_live(&topology, &name, &config).map_err(|e| match e {
+        // No gap to measure on this machine: what was asked cannot be done here (status 2).
+        LiveCalibrationError::NoNode { .. } => {
+            anyhow::Error::new(crate::status::BadInput(e.into()))
+        }
+        LiveCalibrationError::Pin { .. } if args.sysfs_root != std::path::Path::new("/sys") => {
+            anyhow::Error::new(e).context(format!(
+                "the topology read from {} names CPUs this machine may not have: live \
+                 calibration runs on the machine itself, so --sysfs-root only describes it",
+                args.sysfs_root.display()
+            ))
+        }
+        e => anyhow::Error::new(e),
+    })
 }
 
 /// The curve as a table, with the nodes compared.

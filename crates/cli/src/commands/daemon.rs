@@ -168,26 +168,12 @@ fn check_selection(args: &DaemonArgs) -> Result<()> {
     }
     let proc = ProcRoot::new("/proc");
     for &pid in &args.pids {
-        if pid <= 0 {
-            bad_input!("--pid {pid}: a process id is a positive number");
-        }
-        let Some(stat) = proc.stat(Pid(pid)).ok().flatten() else {
-            bad_input!("no process to manage: {pid} not running");
-        };
+        crate::options::check_process(pid)?;
         if pid == 1 && !args.all_processes {
             bad_input!(
                 "--pid 1 selects init and every process it started, that is the whole \
                  machine; add --all-processes if that is what you want"
             );
-        }
-        if stat.is_kernel_thread() {
-            bad_input!(
-                "process {pid} ({}) is a kernel thread: it has no memory of its own to place",
-                stat.comm
-            );
-        }
-        if pid == std::process::id() as i32 {
-            bad_input!("--pid {pid} is rondpoint itself, which never manages itself");
         }
     }
     for pattern in &args.comm {

@@ -84,9 +84,7 @@ fn data_mappings(pid: i32) -> Result<Vec<(u64, u64)>> {
 }
 
 pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
-    if args.pid <= 0 {
-        bad_input!("--pid {}: a process id is a positive number", args.pid);
-    }
+    crate::options::check_process(args.pid)?;
     check_nodes(args)?;
     let mappings = data_mappings(args.pid)?;
     let thp_maps = rondpoint_safeio::read_system_text(std::path::Path::new(&format!(

@@ -158,7 +158,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
         .context("opening the recording")?;
     let recording = record::read(BufReader::new(file))
         .with_context(|| format!("reading {}", args.input.display()))?;
-    let (start, epochs) = record::replay(policy.as_mut(), &recording);
+    let (start, epochs) = record::replay(policy.as_mut(), &recording)?;
     if args.json {
         let report = ReplayReport {
             source: &recording.source,

@@ -49,7 +49,10 @@ fn run_plain(argv: &[OsString]) -> Result<ExitCode> {
     let mut sys = RealSys::new();
     let pid = sys
         .spawn(argv, None)
-        .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", argv[0].to_string_lossy()))?;
+        .map_err(|errno| crate::status::NotStarted {
+            program: argv[0].to_string_lossy().into_owned(),
+            errno,
+        })?;
     let mut passed_on = false;
     loop {
         if let Some(status) = sys

@@ -163,7 +163,14 @@ impl Topology {
         links.sort();
         links.dedup();
         let linkset: BTreeSet<Link> = links.iter().copied().collect();
+        let mut pairs = BTreeSet::new();
         for r in pinned {
+            if !pairs.insert((r.from, r.to)) {
+                return Err(TopologyError::RouteTwice {
+                    from: r.from,
+                    to: r.to,
+                });
+            }
             let distinct: BTreeSet<NodeId> = r.path.iter().copied().collect();
             if distinct.len() != r.path.len() {
                 return Err(TopologyError::RouteLoops {

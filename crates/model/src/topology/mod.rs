@@ -98,6 +98,8 @@ pub enum TopologyError {
     },
     #[error("route from {from} to {to} visits a node twice")]
     RouteLoops { from: NodeId, to: NodeId },
+    #[error("the route from {from} to {to} is given twice")]
+    RouteTwice { from: NodeId, to: NodeId },
     #[error("with the given links, {to} cannot be reached from {from}")]
     Disconnected { from: NodeId, to: NodeId },
     #[error("interconnect file is not valid TOML: {0}")]

@@ -93,6 +93,13 @@ fn interconnect_file_errors() {
         Err(TopologyError::RouteLoops { .. })
     ));
     assert!(matches!(
+        bad(
+            "links = [[0,1],[1,2],[2,3]]\n[[routes]]\nfrom=0\nto=3\nvia=[1,2]\n\
+             [[routes]]\nfrom=0\nto=3\nvia=[1,2]"
+        ),
+        Err(TopologyError::RouteTwice { .. })
+    ));
+    assert!(matches!(
         bad("linkz = []"),
         Err(TopologyError::InterconnectToml(_))
     ));

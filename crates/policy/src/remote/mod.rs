@@ -21,7 +21,7 @@ mod reactive;
 pub mod tiers;
 
 use crate::Policy;
-use crate::autonuma::{AutoNuma, AutoNumaConfig};
+use crate::autonuma::AutoNuma;
 use dm::{DmConfig, Rebalancer};
 use reactive::{Limits, Reactive};
 use rondpoint_model::{
@@ -291,7 +291,7 @@ pub(crate) fn ua_dm(c: UaDmConfig) -> RemotePlacement {
 
 /// Linux's automatic NUMA balancing at its defaults.
 fn linux_autonuma() -> AutoNuma {
-    AutoNuma::new(AutoNumaConfig::default())
+    AutoNuma::linux_defaults()
 }
 
 impl RemotePlacement {

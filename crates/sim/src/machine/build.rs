@@ -4,7 +4,7 @@
 use super::{App, Phase, RegionModel, SimConfig, SimError, SimMachine, Thread, Totals};
 use crate::placement::{MAX_NODES, Popularity, Region};
 use crate::scenario::{
-    AppSpec, NamedCount, Pattern, RegionSpec, Scenario, ThreadCount, ThreadPlacement,
+    AppSpec, FirstTouch, NamedCount, Pattern, RegionSpec, Scenario, ThreadCount, ThreadPlacement,
 };
 use crate::spec::MachineSpec;
 use rand::SeedableRng;
@@ -33,6 +33,7 @@ impl SimMachine {
             return Err(impossible("the scenario has no [[app]]".into()));
         }
         crate::bounds::check_scenario(scenario).map_err(&impossible)?;
+        check_names(scenario).map_err(&impossible)?;
         let free: Vec<f64> = spec
             .mem_bytes
             .iter()
@@ -297,6 +298,30 @@ fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<Ap
     })
 }
 
+/// Every application and every region of one application named once: reports and policies
+/// tell them apart by name.
+fn check_names(scenario: &Scenario) -> Result<(), Invalid> {
+    let mut apps = std::collections::BTreeSet::new();
+    for a in &scenario.apps {
+        if !apps.insert(a.name.as_str()) {
+            return Err(Invalid(format!(
+                "two applications are named '{}': give each a `name` of its own",
+                a.name
+            )));
+        }
+        let mut regions = std::collections::BTreeSet::new();
+        for r in &a.regions {
+            if !regions.insert(r.name.as_str()) {
+                return Err(Invalid(format!(
+                    "app '{}' has two regions named '{}'",
+                    a.name, r.name
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Region `r` of app `a`, placed at the next 2 MiB boundary from `base` (which then moves past
 /// it and a 2 MiB gap), split into one block per thread when its pattern partitions it.
 fn build_region(
@@ -320,6 +345,14 @@ fn build_region(
         (Pattern::Zipf, None) => return Err(bad("pattern zipf needs zipf_s")),
         _ => Popularity::Uniform,
     };
+    if let FirstTouch::Thread(t) = r.first_touch {
+        if t as usize >= threads {
+            return Err(bad(&format!(
+                "first_touch thread {t}: the app has {threads} threads (0 to {})",
+                threads.saturating_sub(1)
+            )));
+        }
+    }
     let halo = match (r.pattern, &r.halo) {
         (Pattern::Halo, Some(h)) => h.get(),
         (Pattern::Halo, None) => return Err(bad("pattern halo needs halo")),
