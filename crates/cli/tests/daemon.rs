@@ -234,3 +234,65 @@ fn a_selection_of_the_whole_machine_needs_all_processes() {
             .stderr(predicate::str::contains("single NUMA node"));
     }
 }
+
+#[test]
+fn two_daemons_never_manage_one_process() {
+    let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = victim.id().to_string();
+    let args = [
+        "daemon",
+        "--pid",
+        &pid,
+        "--epoch-ms",
+        "100",
+        "--sysfs-root",
+        "fixtures/sysfs/r905-asymmetric",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let first = Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
+        .current_dir(workspace())
+        .args(args)
+        .args(["--state-file", state.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&state, |v| v["epoch"].as_u64().unwrap_or(0) >= 1);
+    // The second is refused, naming the first.
+    rondpoint(&args)
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "process {pid} is already managed by rondpoint {}",
+            first.id()
+        )));
+    Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status()
+        .unwrap();
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success());
+    // Once the first has gone, the process can be managed again.
+    let state2 = dir.path().join("state2.json");
+    let second = Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
+        .current_dir(workspace())
+        .args(args)
+        .args(["--state-file", state2.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let s = wait_for(&state2, |v| {
+        v["managed"] == serde_json::json!([victim.id()])
+    });
+    assert!(s["epoch"].as_u64().is_some());
+    Command::new("kill")
+        .args(["-TERM", &second.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(second.wait_with_output().unwrap().status.success());
+    let _ = victim.kill();
+    let _ = victim.wait();
+}

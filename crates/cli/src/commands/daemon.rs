@@ -250,7 +250,15 @@ fn select(
         cgroups: args.cgroups.clone(),
     };
     let machine = LinuxMachine::to_select(RealSys::new(), topology, live, selection);
+    let stats = machine.stats();
+    if let Some(e) = &stats.lock_error {
+        anyhow::bail!("cannot take the per-process locks (one rondpoint per process): {e}");
+    }
     if machine.managed().is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
+        if let Some((pid, holder)) = stats.managed_elsewhere.first() {
+            let by = holder.map_or("another rondpoint".into(), |h| format!("rondpoint {h}"));
+            bad_input!("process {pid} is already managed by {by}: one rondpoint per process");
+        }
         bad_input!(
             "no process to manage: {} not running",
             args.pids

@@ -107,6 +107,27 @@ impl LiveOptions {
     }
 }
 
+/// Where every rondpoint of this machine keeps its per-process locks: `/run/rondpoint` for
+/// root (and any user who may write there), else the user's runtime directory, else the
+/// temporary directory; rondpoints of one user (and root's) exclude each other.
+fn lock_dir() -> PathBuf {
+    let run = PathBuf::from("/run/rondpoint");
+    if std::fs::create_dir_all(&run).is_ok()
+        && std::fs::metadata(&run).is_ok_and(|m| !m.permissions().readonly())
+    {
+        return run;
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("rondpoint"),
+        _ => std::env::temp_dir().join(format!("rondpoint-{}", user_id())),
+    }
+}
+
+/// This process's user id (for a per-user directory name).
+fn user_id() -> u32 {
+    std::fs::metadata("/proc/self").map_or(0, |m| std::os::unix::fs::MetadataExt::uid(&m))
+}
+
 /// `--record-max-samples`: a number, or every sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MaxSamples(pub Option<usize>);
@@ -139,6 +160,7 @@ impl LiveOptions {
             topology,
             live: LiveConfig {
                 sysfs_root: self.sysfs_root.clone(),
+                lock_dir: Some(lock_dir()),
                 ..LiveConfig::default()
             },
             engine: EngineConfig {

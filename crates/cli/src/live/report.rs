@@ -46,6 +46,26 @@ impl RunReport {
         if let Some(e) = &signals.counters_error {
             notes.push(format!("no hardware counters: {e}"));
         }
+        let stats = machine.stats();
+        if let Some(e) = &stats.lock_error {
+            notes.push(format!(
+                "managed nothing: the per-process locks could not be taken ({e})"
+            ));
+        }
+        if !stats.managed_elsewhere.is_empty() {
+            let list: Vec<String> = stats
+                .managed_elsewhere
+                .iter()
+                .map(|(p, holder)| match holder {
+                    Some(h) => format!("{p} (by rondpoint {h})"),
+                    None => p.to_string(),
+                })
+                .collect();
+            notes.push(format!(
+                "left alone, managed by another rondpoint: {}",
+                list.join(", ")
+            ));
+        }
         if signals.numa_balancing != Some(1) {
             notes.push(
                 "kernel.numa_balancing is not 1: only first-touch page faults were sampled, so \
@@ -61,7 +81,7 @@ impl RunReport {
             wall_s: started.elapsed().as_secs_f64(),
             epochs: actions.epochs,
             signals: signals.clone(),
-            stats: machine.stats(),
+            stats,
             actions,
             rondpoint_cpu_s: cpu_ns as f64 / 1e9,
             rondpoint_peak_rss_bytes: rss,
@@ -326,6 +346,8 @@ mod tests {
                 lar_first: Some(0.25),
                 lar_last: None,
                 refused_unmanaged: 0,
+                managed_elsewhere: Vec::new(),
+                lock_error: None,
                 kernel_balancing: Some(KernelBalancing {
                     hint_faults: 10,
                     pages_migrated: 4,

@@ -19,6 +19,7 @@
 mod counters;
 mod home;
 mod hwcounters;
+mod locks;
 mod moves;
 mod process;
 mod sampler;
@@ -99,6 +100,9 @@ pub struct LiveConfig {
     /// kernel's minimum watermark of a node of a few GiB, and leaving room on the testbed's
     /// 512 MiB nodes.
     pub reserve_free_bytes: u64,
+    /// Where the per-process locks live (machine/locks.rs): every rondpoint of the machine
+    /// must use the same one; `None` locks nothing (tests on the fake kernel).
+    pub lock_dir: Option<PathBuf>,
 }
 
 impl Default for LiveConfig {
@@ -110,6 +114,7 @@ impl Default for LiveConfig {
             ring_pages: 64,
             nominal_ghz: 2.5,
             reserve_free_bytes: 64 << 20,
+            lock_dir: None,
         }
     }
 }
@@ -125,6 +130,8 @@ pub struct LinuxMachine<S: Sys> {
     roots: Vec<Pid>,
     selection: Option<Selection>,
     managed: BTreeSet<Pid>,
+    /// The locks of the managed processes: one rondpoint per process.
+    locks: locks::Locks,
     launch: Option<Vec<OsString>>,
     launched: Option<Pid>,
     exit: Option<ExitStatus>,
@@ -182,7 +189,9 @@ impl<S: Sys> LinuxMachine<S> {
         let sysfs = SysfsRoot::new(config.sysfs_root.clone());
         let numa_balancing = proc.numa_balancing().ok().flatten();
         let balancing_at_start = stats::balancing_counters(&proc);
+        let locks = locks::Locks::new(config.lock_dir.clone());
         Self {
+            locks,
             sys,
             proc,
             sysfs,

@@ -68,6 +68,20 @@ impl<S: Sys> LinuxMachine<S> {
             }
         }
         set.remove(&own_pid());
+        match self.locks.claim(&mut set) {
+            Ok(()) => self.stats.lock_error = None,
+            Err(e) => {
+                // Better not to manage than to manage what another rondpoint may.
+                self.stats.lock_error = Some(e.to_string());
+                set.clear();
+            }
+        }
+        self.stats.managed_elsewhere = self
+            .locks
+            .elsewhere()
+            .iter()
+            .map(|(p, holder)| (p.0, *holder))
+            .collect();
         self.managed = set;
     }
 

@@ -25,6 +25,13 @@ pub struct LiveStats {
     pub lar_last: Option<f64>,
     /// Actions refused because they named a process rondpoint does not manage.
     pub refused_unmanaged: u64,
+    /// Processes the selection takes in that another rondpoint manages (it holds their lock,
+    /// machine/locks.rs), left alone: (pid, that rondpoint's pid when known).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub managed_elsewhere: Vec<(i32, Option<i32>)>,
+    /// Why the processes could not be locked, when they could not: none is managed then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_error: Option<String>,
     /// The kernel's own NUMA balancing since rondpoint started, machine-wide (all processes),
     /// from /proc/vmstat when the stats are read; `None` where the kernel has no such counters.
     pub kernel_balancing: Option<KernelBalancing>,
