@@ -241,6 +241,39 @@ pub fn sysfs(data: &[u8]) -> bool {
     write_tree(dir.path(), text) && rondpoint_linux::discover(dir.path()).is_ok()
 }
 
+/// A daemon's selection: a `--comm` pattern on the first line, then a tree of processes
+/// (`== 42/stat`, ...) and a cgroup (`== cg/cgroup.procs`), matched as `rondpoint daemon
+/// --comm PATTERN --cgroup DIR` matches them.
+pub fn selection(data: &[u8]) -> bool {
+    use rondpoint_linux::procfs::{ProcRoot, glob_match};
+    let Some(text) = text(data) else { return false };
+    let (pattern, tree) = text.split_once('\n').unwrap_or((text, ""));
+    let Ok(dir) = tempfile::tempdir() else {
+        return false;
+    };
+    if pattern.is_empty() || !write_tree(dir.path(), tree) {
+        return false;
+    }
+    let proc = ProcRoot::new(dir.path());
+    let Ok(found) = proc.find_by_comm(pattern) else {
+        return false;
+    };
+    // Every process found is one whose name the pattern matches.
+    let consistent = found.iter().all(|&p| {
+        proc.comm(p)
+            .ok()
+            .flatten()
+            .is_some_and(|c| glob_match(pattern, &c))
+    });
+    let sysfs = rondpoint_linux::sysfs::SysfsRoot::new(dir.path());
+    let cgroup = sysfs.cgroup_procs(std::path::Path::new("cg")).is_ok();
+    assert!(
+        consistent,
+        "find_by_comm returned a process its pattern does not match"
+    );
+    cgroup
+}
+
 /// A fuzz target: takes any bytes, says whether they were a valid input.
 pub type Target = fn(&[u8]) -> bool;
 
@@ -257,4 +290,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("perf_ring", perf_ring),
     ("procfs", procfs),
     ("sysfs", sysfs),
+    ("selection", selection),
 ];

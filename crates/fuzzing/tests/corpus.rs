@@ -216,3 +216,8 @@ fn procfs_mutations() {
 fn sysfs_mutations() {
     mutate("sysfs", 128);
 }
+
+#[test]
+fn selection_mutations() {
+    mutate("selection", 128);
+}

@@ -224,15 +224,18 @@ fn matches_by_length_only(pattern: &str) -> bool {
 /// How many of the machine's processes (kernel threads left out) `select` takes, and of how
 /// many: what a refusal says.
 fn count_matching(proc: &ProcRoot, select: impl Fn(&str) -> bool) -> (usize, usize) {
-    let pids = proc.pids().unwrap_or_default();
-    let stats = pids
-        .iter()
-        .filter_map(|&p| proc.stat(p).ok().flatten())
-        .filter(|s| !s.is_kernel_thread());
     let (mut matched, mut all) = (0, 0);
-    for s in stats {
-        all += 1;
-        matched += usize::from(select(&s.comm));
+    for pid in proc.pids().unwrap_or_default() {
+        let user = proc
+            .stat(pid)
+            .ok()
+            .flatten()
+            .is_some_and(|s| !s.is_kernel_thread());
+        // Matched on the `comm` file, as the selection itself is (`find_by_comm`).
+        if let (true, Ok(Some(comm))) = (user, proc.comm(pid)) {
+            all += 1;
+            matched += usize::from(select(&comm));
+        }
     }
     (matched, all)
 }

@@ -104,7 +104,7 @@ impl SysfsRoot {
 
     /// The processes a cgroup v2 directory lists in its `cgroup.procs` (a line that is not a
     /// pid is passed over). An absolute `dir` is read where it is, a relative one under the root.
-    pub(crate) fn cgroup_procs(&self, dir: &Path) -> Result<Vec<Pid>, SysfsError> {
+    pub fn cgroup_procs(&self, dir: &Path) -> Result<Vec<Pid>, SysfsError> {
         let text = read_text(&self.root.join(dir).join("cgroup.procs"))?;
         let pids = text.lines().filter_map(|l| l.trim().parse::<i32>().ok());
         Ok(pids.map(Pid).collect())
