@@ -52,16 +52,21 @@ fn special_files_as_inputs_are_refused_at_once() {
             "FIFO",
         ),
     ] {
-        let started = Instant::now();
-        rondpoint(&args)
-            .timeout(Duration::from_secs(10))
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(format!(
-                "is a {what}, not a regular file"
-            )));
-        assert!(started.elapsed() < Duration::from_secs(2), "{args:?}");
+        refused_at_once(&args, what);
     }
+}
+
+/// `rondpoint ARGS` refuses a file that is a `what`, with status 2, within two seconds.
+fn refused_at_once(args: &[&str], what: &str) {
+    let started = Instant::now();
+    rondpoint(args)
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "is a {what}, not a regular file"
+        )));
+    assert!(started.elapsed() < Duration::from_secs(2), "{args:?}");
 }
 
 #[test]
@@ -425,15 +430,7 @@ fn kernel_files_swapped_for_fifos_or_devices_are_refused_at_once() {
             vec!["run", "--sysfs-root", root, "--", "true"],
             vec!["calibrate", "--sysfs-root", root],
         ] {
-            let started = Instant::now();
-            rondpoint(&args)
-                .timeout(Duration::from_secs(10))
-                .assert()
-                .code(2)
-                .stderr(predicate::str::contains(format!(
-                    "is a {what}, not a regular file"
-                )));
-            assert!(started.elapsed() < Duration::from_secs(2), "{args:?}");
+            refused_at_once(&args, what);
         }
     }
 }

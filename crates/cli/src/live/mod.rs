@@ -112,15 +112,27 @@ impl LiveOptions {
 /// temporary directory; rondpoints of one user (and root's) exclude each other.
 fn lock_dir() -> PathBuf {
     let run = PathBuf::from("/run/rondpoint");
-    if std::fs::create_dir_all(&run).is_ok()
-        && std::fs::metadata(&run).is_ok_and(|m| !m.permissions().readonly())
-    {
+    if std::fs::create_dir_all(&run).is_ok() && can_create_in(&run) {
         return run;
     }
     match std::env::var_os("XDG_RUNTIME_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("rondpoint"),
         _ => std::env::temp_dir().join(format!("rondpoint-{}", user_id())),
     }
+}
+
+/// Whether this process may create files in `dir` (tried, not guessed from mode bits).
+fn can_create_in(dir: &std::path::Path) -> bool {
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .is_ok();
+    if made {
+        let _ = std::fs::remove_file(&probe);
+    }
+    made
 }
 
 /// This process's user id (for a per-user directory name).
