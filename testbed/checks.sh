@@ -432,18 +432,25 @@ integrity_verdict() { # NAME OUTPUT STATUS
 check_integrity() {
     balancing 0; thp never
     why=""; seen=""
-    rondpoint-mgen verify --mib 32 --secs 20 > /tmp/verify.out &
+    # On Debian's 6.1 a move of the 32 MiB under the program's writes takes 8 to 20 s (the
+    # host's load counts): the program runs for 90 s there, 20 s elsewhere, and the moves stop
+    # when it ends. Every move made while it ran moves 90% of the buffer or more (the last may
+    # meet its end), and at least two do.
+    secs=20
+    case "$(uname -r)" in 6.1.*) secs=90 ;; esac
+    rondpoint-mgen verify --mib 32 --secs "$secs" > /tmp/verify.out &
     p=$!
     sleep 2
-    full=0; moves=""
+    full=0; tried=0; moves=""
     for n in 1 2 3 0 2; do
+        kill -0 "$p" 2>/dev/null || break
         m=$(rondpoint migrate --pid "$p" --to "$n" --json 2>/dev/null | sed -n 's/.*"pages_moved": \([0-9]*\).*/\1/p')
-        moves="$moves ${m:-0}"
+        moves="$moves ${m:-0}"; tried=$((tried + 1))
         [ "${m:-0}" -ge 7372 ] && full=$((full + 1))
     done
     wait "$p"; code=$?
     why="$why$(integrity_verdict migrate "$(cat /tmp/verify.out)" "$code")"
-    [ "$full" -ge 4 ] || why="$why migrate: pages moved per move:$moves;"
+    { [ "$full" -ge 2 ] && [ "$full" -ge $((tried - 1)) ]; } || why="$why migrate: pages moved per move:$moves;"
     seen="$seen migrate:$moves pages;"
 
     rondpoint-mgen verify --mib 32 --secs 12 > /tmp/verify.out &
