@@ -510,6 +510,23 @@ fn control_characters_from_inputs_never_reach_the_terminal() {
     }
 }
 
+/// `rondpoint record` of a short simulation to `out`.
+fn record_to(out: &str) -> Vec<&str> {
+    let args = [
+        "record",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "mg",
+        "-p",
+        "first-touch",
+        "-o",
+    ];
+    let mut v = args.to_vec();
+    v.push(out);
+    v
+}
+
 #[test]
 fn outputs_never_replace_a_file_rondpoint_did_not_write() {
     use std::os::unix::fs::PermissionsExt;
@@ -523,17 +540,7 @@ fn outputs_never_replace_a_file_rondpoint_did_not_write() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is not a rondpoint state file"), "{err}");
     for args in [
-        vec![
-            "record",
-            "-m",
-            "opteron-8385",
-            "-w",
-            "mg",
-            "-p",
-            "first-touch",
-            "-o",
-            p,
-        ],
+        record_to(p),
         vec!["calibrate", "-m", "r905-asymmetric", "-o", p],
         vec![
             "run",
@@ -557,16 +564,8 @@ fn outputs_never_replace_a_file_rondpoint_did_not_write() {
     let rec = dir.path().join("rec.jsonl");
     let r = rec.to_str().unwrap();
     let record = |out: &str, force: bool| {
-        let mut args = vec![
-            "record",
-            "-m",
-            "opteron-8385",
-            "-w",
-            "mg",
-            "-p",
-            "first-touch",
-        ];
-        args.extend(["--epoch-ms", "3600000", "-o", out]);
+        let mut args = record_to(out);
+        args.extend(["--epoch-ms", "3600000"]);
         if force {
             args.push("--force");
         }
