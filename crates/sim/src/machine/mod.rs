@@ -197,7 +197,7 @@ pub struct SimMachine {
     threads: Vec<Thread>,
     /// Bytes free per node.
     free: Vec<f64>,
-    warm: Option<Vec<f64>>,
+    warm: Option<crate::solver::Warm>,
     sampling: SamplingRequest,
     rng: Pcg64Mcg,
     /// Background utilisation per resource for the next step (page copies).

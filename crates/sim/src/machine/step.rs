@@ -47,12 +47,12 @@ impl SimMachine {
         self.enter_phases(&active);
         let net = self.network(&active);
         // Threads that never miss do not enter the network.
-        let sol = solver::solve(&net, self.warm.as_deref(), self.config.solver);
+        let sol = solver::solve(&net, self.warm.as_ref(), self.config.solver);
         self.totals.solver_iterations += u64::from(sol.iterations);
-        self.warm = Some(sol.queue.clone());
         for (ci, &t) in active.iter().enumerate() {
             self.advance(t, dt, sol.throughput[ci], sol.latency_ns[ci]);
         }
+        self.warm = Some(sol.warm);
         self.load_copies(dt);
         self.collapse_written_replicas(dt);
         if let Some(scan) = self
@@ -108,13 +108,9 @@ impl SimMachine {
         for &t in active {
             pressure[self.spec.cores[self.threads[t].core].llc] += self.threads[t].llc_pressure;
         }
-        let resources = n + self.spec.directed_links();
-        let mut net = Network {
-            classes: Vec::with_capacity(active.len()),
-            resources,
-            demand: vec![0.0; active.len() * resources],
-        };
-        for (ci, &t) in active.iter().enumerate() {
+        let mut net = Network::new(n + self.spec.directed_links());
+        let mut row = Vec::new();
+        for &t in active {
             let th = &self.threads[t];
             let app = &self.apps[th.app];
             let core = self.spec.cores[th.core];
@@ -138,25 +134,27 @@ impl SimMachine {
             } else {
                 f64::INFINITY
             };
-            let row = &mut net.demand[ci * resources..(ci + 1) * resources];
-            self.demand(t, row);
+            row.clear();
+            self.demand(t, &mut row);
             // The idle latency of a preset is a measured unloaded latency: it already contains
             // the service time of every controller and link on the way. Only the rest is pure
             // delay; queueing is what the network adds on top.
-            let service: f64 = row.iter().sum();
-            net.classes.push(Class {
+            let service: f64 = row.iter().map(|&(_, d)| d).sum();
+            let class = Class {
                 customers: app.mlp,
                 think_ns: think,
                 idle_ns: (idle - service).max(0.0),
-            });
+            };
+            net.push(class, &mut row);
             self.threads[t].mpki = mpki;
         }
         net
     }
 
-    /// Adds to `row` thread `t`'s service demand per miss on each controller and directed link
-    /// (ns), the bandwidth page copies leave free counted.
-    fn demand(&self, t: usize, row: &mut [f64]) {
+    /// Appends to `row` thread `t`'s service demand per miss (ns) on each controller and
+    /// directed link it uses (a link once per route crossing it), the bandwidth page copies
+    /// leave free counted.
+    fn demand(&self, t: usize, row: &mut Vec<(usize, f64)>) {
         let n = self.spec.nodes();
         let th = &self.threads[t];
         let h = self.node_of_thread(t);
@@ -166,10 +164,11 @@ impl SimMachine {
             if a == 0.0 {
                 continue;
             }
-            row[d] += a * LINE * (1.0 + w) / self.spec.mc_bw[d] / (1.0 - self.background[d]);
+            let mc = a * LINE * (1.0 + w) / self.spec.mc_bw[d] / (1.0 - self.background[d]);
+            row.push((d, mc));
             for (l, bytes) in route(&self.spec, d, h, w) {
                 let bw = self.spec.link_bw[l / 2] * (1.0 - self.background[n + l]);
-                row[n + l] += a * bytes / bw;
+                row.push((n + l, a * bytes / bw));
             }
         }
     }
