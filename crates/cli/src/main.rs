@@ -7,6 +7,7 @@ mod output;
 #[macro_use]
 mod status;
 
+mod budget;
 mod commands;
 mod format;
 mod live;

@@ -118,6 +118,11 @@ impl<W: Write> Recorder<W> {
 
     /// Writes out what is buffered, so that the epochs so far survive the process (a live
     /// recording of a daemon that is killed).
+    /// Where the recording goes (to ask how much was written).
+    pub fn output(&self) -> &W {
+        &self.out
+    }
+
     pub fn flush(&mut self) -> Result<(), RecordError> {
         self.out.flush().map_err(RecordError::Write)
     }

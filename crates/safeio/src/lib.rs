@@ -93,6 +93,20 @@ pub enum SafeIoError {
         path.display()
     )]
     NotOurs { path: PathBuf, what: &'static str },
+    #[error(
+        "{}: would grow to about {} MiB, and its file system has {} MiB free (rondpoint \
+         leaves the last {} MiB to others)",
+        path.display(),
+        expected >> 20,
+        free >> 20,
+        reserve >> 20
+    )]
+    NoRoom {
+        path: PathBuf,
+        expected: u64,
+        free: u64,
+        reserve: u64,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SafeIoError + '_ {
@@ -314,6 +328,7 @@ pub fn write_replacing(path: &Path, bytes: &[u8], replace: Replace) -> Result<()
 pub struct Staged {
     tmp: io::BufWriter<tempfile::NamedTempFile>,
     dest: PathBuf,
+    written: u64,
 }
 
 /// Starts writing `path` (see [`Staged`]); a destination that exists and is not a regular
@@ -332,10 +347,39 @@ pub fn create_staged(path: &Path, replace: Replace) -> Result<Staged, SafeIoErro
     Ok(Staged {
         tmp: io::BufWriter::new(tmp),
         dest: path.to_path_buf(),
+        written: 0,
     })
 }
 
 impl Staged {
+    /// Bytes written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Refuses to go on when the output would not fit: `expected` is the size it should reach
+    /// (`None`: unknown, so only what is written now counts). The file system keeps the last
+    /// 5% of its size (at most 1 GiB) for everyone else, so that a recording cannot fill a
+    /// disk a machine needs.
+    pub fn check_room(&self, expected: Option<u64>) -> Result<(), SafeIoError> {
+        let stat = rustix::fs::fstatvfs(self.tmp.get_ref().as_file())
+            .map_err(|e| io_err(&self.dest)(e.into()))?;
+        let unit = stat.f_frsize.max(1);
+        let free = stat.f_bavail.saturating_mul(unit);
+        let reserve = (stat.f_blocks.saturating_mul(unit) / 20).min(1 << 30);
+        let buffered = self.tmp.buffer().len() as u64;
+        let more = expected.map_or(buffered, |e| e.saturating_sub(self.written - buffered));
+        if more.saturating_add(reserve) > free {
+            return Err(SafeIoError::NoRoom {
+                path: self.dest.clone(),
+                expected: expected.unwrap_or(self.written),
+                free,
+                reserve,
+            });
+        }
+        Ok(())
+    }
+
     /// Syncs what was written and renames it over the destination.
     pub fn commit(self) -> Result<(), SafeIoError> {
         let dest = self.dest;
@@ -370,7 +414,9 @@ fn keep_owner_and_mode(dest: &Path, tmp: &std::fs::File) -> io::Result<()> {
 
 impl Write for Staged {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.tmp.write(buf)
+        let n = self.tmp.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {

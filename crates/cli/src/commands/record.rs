@@ -1,6 +1,7 @@
 //! `rondpoint record` and `rondpoint replay`: observations to a file, and a policy run over
 //! them offline.
 
+use crate::budget::{Budget, Estimate};
 use crate::format;
 use crate::options::PolicyOptions;
 use anyhow::{Context, Result};
@@ -8,6 +9,7 @@ use clap::Args;
 use rondpoint_engine::record::{self, Header, Recorder};
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
 use rondpoint_model::Action;
+use rondpoint_sim::experiment::TIME_LIMIT_S;
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
 use serde::Serialize;
@@ -45,6 +47,11 @@ pub struct RecordArgs {
     /// Replace FILE even when it is not a rondpoint recording.
     #[arg(long)]
     force: bool,
+    /// Longest wall time the simulation may take (90s, 20m, 2h, 3d, or "none"): checked
+    /// before it starts from the simulator's pace on the first steps, and while it runs; a
+    /// recording stopped by it keeps the epochs before, as one stopped by a signal does.
+    #[arg(long, value_name = "TIME", default_value = "1h", value_parser = crate::budget::parse)]
+    budget: Budget,
 }
 
 pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
@@ -57,6 +64,11 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         ..SimConfig::default()
     };
     let mut machine = SimMachine::new(spec, &scenario, sim)?;
+    let pace = machine.probe(TIME_LIMIT_S);
+    let mut estimate = Estimate::default();
+    estimate.add(&scenario.name, pace, 1);
+    args.budget.check(&estimate, &machine.spec().name)?;
+    let watch = args.budget.watch();
     let replace = crate::options::replace(args.force, rondpoint_safeio::OutputKind::Recording);
     let file =
         rondpoint_safeio::create_staged(&args.output, replace).context("creating the recording")?;
@@ -80,7 +92,7 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     let received = crate::signals::install()?;
     let engine = EngineConfig {
         epoch_ns: args.epoch_ms.saturating_mul(1_000_000),
-        time_limit_ns: Some(3_600_000_000_000),
+        time_limit_ns: Some((TIME_LIMIT_S * 1e9) as u64),
         stop: Some(rondpoint_engine::StopSignal {
             flag: std::sync::Arc::clone(&received.stop),
             signal: std::sync::Arc::clone(&received.signal),
@@ -88,24 +100,44 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         }),
         ..EngineConfig::default()
     };
-    let mut failure = None;
+    let mut failure: Option<anyhow::Error> = None;
     let mut epochs = 0u64;
+    let expected_epochs = (pace.simulated_s * 1e9 / engine.epoch_ns as f64).ceil() as u64;
     rondpoint_engine::run(
         &mut machine,
         policy.as_mut(),
         &mut VirtualClock::default(),
         &engine,
         |r| {
+            watch.tick();
+            if watch.spent().is_some() {
+                received
+                    .stop
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             if failure.is_none() {
                 match recorder.epoch(r) {
                     Ok(()) => epochs += 1,
-                    Err(e) => failure = Some(e),
+                    Err(e) => failure = Some(e.into()),
+                }
+                // The size it should reach, at the bytes per epoch so far.
+                let written = recorder.output().written();
+                let expected = written / epochs.max(1) * expected_epochs;
+                if let Err(e) = recorder.output().check_room(Some(expected.max(written))) {
+                    failure = Some(anyhow::Error::from(e).context(format!(
+                        "{epochs} epochs written, about {expected_epochs} to come in all; keep \
+                         fewer samples (--max-samples), record longer epochs (--epoch-ms) or \
+                         write elsewhere"
+                    )));
+                    received
+                        .stop
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
                 }
             }
         },
     )?;
     if let Some(e) = failure {
-        return Err(e).with_context(|| format!("writing {}", args.output.display()));
+        return Err(e.context(format!("writing {}", args.output.display())));
     }
     recorder
         .finish()
@@ -117,6 +149,9 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         machine.now_ns() / 1e9,
         args.output.display()
     );
+    if let Some(spent) = watch.spent() {
+        return Err(spent.context("the recording holds the epochs before it"));
+    }
     match received.pending() {
         Some(signal) => {
             noteln!(

@@ -1,5 +1,6 @@
 //! `rondpoint sim`: run policies on simulated machines, side by side.
 
+use crate::budget::{Budget, Estimate, Watch, human};
 use crate::format;
 use crate::options::{MAX_RUNS, PolicyOptions};
 use crate::status::Input;
@@ -107,6 +108,13 @@ pub struct SimArgs {
     #[arg(long, short = 'q')]
     quiet: bool,
 
+    /// Longest wall time the command may take: 90s, 20m, 2h, 3d, or "none". Before anything
+    /// runs, the simulator's pace is measured on each workload's first steps, and a command
+    /// expected to take longer is refused with its estimate; a run still going when the budget
+    /// is spent (policies add their own time to the simulator's) stops with an error.
+    #[arg(long, value_name = "TIME", default_value = "1h", value_parser = crate::budget::parse)]
+    budget: Budget,
+
     /// List the built-in machines, workloads and policies, and exit.
     #[arg(long)]
     list: bool,
@@ -142,6 +150,7 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let plan = Plan::of(args)?;
+    plan.check_budget(&args.budget)?;
     let mut results = Vec::new();
     for scenario in &plan.scenarios {
         plan.run_scenario(scenario, &mut results)?;
@@ -243,6 +252,8 @@ struct Plan {
     engine: EngineConfig,
     progress: bool,
     live: bool,
+    /// The wall clock against `--budget`.
+    watch: Watch,
 }
 
 impl Plan {
@@ -281,12 +292,14 @@ impl Plan {
             exchange_pins: args.exchange_pins,
             ..SimConfig::default()
         };
+        let watch = args.budget.watch();
         let engine = EngineConfig {
             epoch_ns: args.epoch_ms.saturating_mul(1_000_000),
             limits: rondpoint_engine::RateLimits {
                 max_pages_per_epoch: args.max_pages_per_epoch,
                 max_bytes_per_epoch: args.max_mb_per_epoch.map(|mb| mb.saturating_mul(1_000_000)),
             },
+            stop: Some(watch.stop_signal()),
             ..EngineConfig::default()
         };
         let progress = !args.quiet;
@@ -313,7 +326,43 @@ impl Plan {
             engine,
             progress,
             live: progress && std::io::stderr().is_terminal(),
+            watch,
         })
+    }
+
+    /// Whether any policy takes per-program profiles (N-MASS's), which solo runs fill in.
+    fn profiled(&self) -> bool {
+        let registry = crate::policies::registry();
+        self.policies
+            .iter()
+            .any(|p| registry.info(p).is_ok_and(multiprogram::takes_profiles))
+    }
+
+    /// Refuses the plan if it should take longer than `budget`, from each workload's pace on
+    /// its first steps (a workload the simulator cannot build is left for its run to report).
+    fn check_budget(&self, budget: &Budget) -> Result<()> {
+        let profiled = self.profiled();
+        let mut estimate = Estimate::default();
+        for s in &self.scenarios {
+            let Ok(pace) = experiment::pace(&self.spec, s, &self.sim) else {
+                continue;
+            };
+            let solo = if s.apps.len() > 1 || profiled {
+                s.apps.len()
+            } else {
+                0
+            };
+            estimate.add(&s.name, pace, self.policies.len() * self.seeds.len() + solo);
+        }
+        budget.check(&estimate, &self.spec.name)?;
+        if self.progress && estimate.wall_s > 60.0 {
+            noteln!(
+                "rondpoint: about {} of wall time expected for the simulator (policies add \
+                 their own)",
+                human(estimate.wall_s)
+            );
+        }
+        Ok(())
     }
 
     /// Runs every policy on `scenario`, appending to `results`. A workload of several programs
@@ -321,10 +370,7 @@ impl Plan {
     /// takes per-program profiles (N-MASS's), which the solo runs fill in.
     fn run_scenario(&self, scenario: &Scenario, results: &mut Vec<RunResult>) -> Result<()> {
         let registry = crate::policies::registry();
-        let profiled = self
-            .policies
-            .iter()
-            .any(|p| registry.info(p).is_ok_and(multiprogram::takes_profiles));
+        let profiled = self.profiled();
         let several = scenario.apps.len() > 1;
         let solo = if several || profiled {
             if self.progress {
@@ -332,6 +378,7 @@ impl Plan {
             }
             let solo =
                 multiprogram::solo_runs(&self.spec, scenario, &self.sim, &self.engine, profiled)
+                    .map_err(|e| self.watch.spent().unwrap_or_else(|| e.into()))
                     .with_context(|| format!("running the programs of {} alone", scenario.name))?;
             Some(solo)
         } else {
@@ -391,6 +438,7 @@ impl Plan {
             &self.engine,
             solo,
             |k, n, t| {
+                self.watch.tick();
                 if live {
                     let of = if n > 1 {
                         format!(" (placement {}/{n})", k + 1)
@@ -400,7 +448,8 @@ impl Plan {
                     note!("\r{label}{of}: {t:.0} simulated s");
                 }
             },
-        )?;
+        )
+        .map_err(|e| self.watch.spent().unwrap_or_else(|| e.into()))?;
         if self.progress {
             noteln!(
                 "{}{label}: {:.2} simulated s in {:.2} s of wall time",

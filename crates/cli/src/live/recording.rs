@@ -85,9 +85,13 @@ impl LiveRecording {
         let Some(recorder) = self.recorder(&r.observation.processes) else {
             return;
         };
-        match recorder.epoch(r).and_then(|()| recorder.flush()) {
-            Ok(()) => self.epochs += 1,
-            Err(e) => self.state = LiveState::Failed(e.to_string()),
+        let written = recorder.epoch(r).and_then(|()| recorder.flush());
+        // A live run's length is not known: the recording stops when the disk is nearly full.
+        let room = recorder.output().check_room(None);
+        match (written, room) {
+            (Ok(()), Ok(())) => self.epochs += 1,
+            (Err(e), _) => self.state = LiveState::Failed(e.to_string()),
+            (_, Err(e)) => self.state = LiveState::Failed(e.to_string()),
         }
     }
 

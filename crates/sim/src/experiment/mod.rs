@@ -18,7 +18,7 @@ pub use result::{
     AppResult, AppSlowdown, ExperimentError, Multiprogram, RunResult, TIME_LIMIT_S, imbalance_pct,
 };
 
-use crate::machine::{SimConfig, SimMachine};
+use crate::machine::{Pace, SimConfig, SimMachine};
 use crate::memory::{MemoryReport, NodeInfo};
 use crate::scenario::Scenario;
 use crate::spec::MachineSpec;
@@ -54,6 +54,16 @@ fn refuse_early(
             why: why.to_string(),
         })?;
     Ok(())
+}
+
+/// The pace a run of `scenario` on `machine` should keep, measured on its first steps with no
+/// policy (see [`SimMachine::probe`]), within a fraction of a second.
+pub fn pace(
+    machine: &MachineSpec,
+    scenario: &Scenario,
+    sim: &SimConfig,
+) -> Result<Pace, ExperimentError> {
+    Ok(SimMachine::new(machine.clone(), scenario, sim.clone())?.probe(TIME_LIMIT_S))
 }
 
 /// Runs `policy` on `scenario` on `machine` and computes the metrics.

@@ -11,7 +11,7 @@
 //! `alloc` places pages as applications start, `access` says where each thread's accesses
 //! go, `step` advances time, `sampling` draws what sampling and the hinting-fault scanner
 //! report, `actions` carries out policy actions (`moves` those that place threads), and
-//! `observe` closes an epoch.
+//! `observe` closes an epoch; `probe` measures a run's pace before it starts.
 
 mod access;
 mod actions;
@@ -19,6 +19,7 @@ mod alloc;
 mod build;
 mod moves;
 mod observe;
+mod probe;
 mod sampling;
 mod step;
 
@@ -26,6 +27,7 @@ use crate::placement::Region;
 use crate::scenario::{FirstTouch, Pattern};
 use crate::solver::SolverConfig;
 use crate::spec::MachineSpec;
+pub use probe::Pace;
 use rand_pcg::Pcg64Mcg;
 use rondpoint_engine::Machine;
 use rondpoint_model::{
@@ -187,8 +189,8 @@ pub struct Totals {
     pub solver_iterations: u64,
 }
 
-/// A simulated machine running a scenario.
-#[derive(Debug)]
+/// A simulated machine running a scenario (cloned to probe its pace: [`SimMachine::probe`]).
+#[derive(Clone, Debug)]
 pub struct SimMachine {
     spec: MachineSpec,
     config: SimConfig,
