@@ -296,3 +296,57 @@ fn two_daemons_never_manage_one_process() {
     let _ = victim.kill();
     let _ = victim.wait();
 }
+
+#[test]
+fn two_daemons_never_write_one_state_file() {
+    let mut victims: Vec<_> = (0..2)
+        .map(|_| Command::new("sleep").arg("30").spawn().unwrap())
+        .collect();
+    let daemon = |pid: u32| {
+        vec![
+            "daemon".to_string(),
+            "--pid".to_string(),
+            pid.to_string(),
+            "--epoch-ms".to_string(),
+            "100".to_string(),
+            "--sysfs-root".to_string(),
+            "fixtures/sysfs/r905-asymmetric".to_string(),
+            "--state-file".to_string(),
+        ]
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let first = Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
+        .current_dir(workspace())
+        .args(daemon(victims[0].id()))
+        .arg(&state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&state, |v| v["epoch"].as_u64().unwrap_or(0) >= 1);
+    // Another process, the same file by another name: refused, the file left to the first.
+    let mut second = daemon(victims[1].id());
+    let other_spelling = dir.path().join(".").join("state.json");
+    second.push(other_spelling.to_str().unwrap().to_string());
+    let second: Vec<&str> = second.iter().map(String::as_str).collect();
+    rondpoint(&second)
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "another rondpoint (pid {}) is writing it; give another file",
+            first.id()
+        )));
+    Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(first.wait_with_output().unwrap().status.success());
+    let last: serde_json::Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert_eq!(last["managed"], serde_json::json!([victims[0].id()]));
+    for v in &mut victims {
+        let _ = v.kill();
+        let _ = v.wait();
+    }
+}

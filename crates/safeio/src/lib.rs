@@ -17,10 +17,14 @@
 //!   FIFO or device in its place is refused, never opened to block, and at most
 //!   [`SYSTEM_FILE_LIMIT`] bytes are read. Errors stay `io::Error`s, so that callers still tell
 //!   a task that is gone (`ENOENT`, `ESRCH`) from a failure.
+//! - [`lock`]: locks between rondpoints on the processes they manage and the outputs they
+//!   keep writing.
 
 #![forbid(unsafe_code)]
 // Parses bytes from outside (files, the kernel): no indexing that could panic on them.
 #![deny(clippy::indexing_slicing)]
+
+pub mod lock;
 
 use std::fs::OpenOptions;
 use std::io::{self, Read, Write};

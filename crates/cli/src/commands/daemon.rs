@@ -122,9 +122,14 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let mut state = State::new(opts);
     // A state file that cannot be written (a device, a link, a directory, no rights) is an
     // error now, before anything is managed.
-    if let Some(path) = &args.state_file {
-        write_state(path, &state, args.live.force).context("writing the state file")?;
-    }
+    let _state_lock = match &args.state_file {
+        Some(path) => {
+            let lock = crate::live::OutputLock::take(path)?;
+            write_state(path, &state, args.live.force).context("writing the state file")?;
+            Some(lock)
+        }
+        None => None,
+    };
     let mut write_error: Option<String> = None;
     let on_epoch = |r: &EpochReport<'_>| {
         if let Some(recording) = recording.as_mut() {

@@ -10,7 +10,7 @@ pub use report::RunReport;
 
 use crate::options::PolicyOptions;
 use crate::signals::Received;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::{
     Accounting, EngineConfig, EpochReport, Machine, OnStop, RateLimits, StopSignal, WallClock,
@@ -83,6 +83,7 @@ impl LiveOptions {
         self.record
             .as_deref()
             .map(|path| {
+                let lock = OutputLock::take(path)?;
                 let source = recording::live_source(what, &self.policy);
                 let capabilities = machine.capabilities();
                 LiveRecording::create(
@@ -92,6 +93,7 @@ impl LiveOptions {
                     &capabilities,
                     self.record_max_samples.0,
                     crate::options::replace(self.force, rondpoint_safeio::OutputKind::Recording),
+                    lock,
                 )
             })
             .transpose()
@@ -118,6 +120,52 @@ fn lock_dir() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("rondpoint"),
         _ => std::env::temp_dir().join(format!("rondpoint-{}", user_id())),
+    }
+}
+
+/// The lock of an output a live rondpoint writes while it runs (a daemon's state file, a
+/// `--record` recording): held from before the first write to the end, so that a second
+/// rondpoint given the same file is refused instead of the two overwriting each other. Its
+/// lock file goes when it is dropped.
+#[derive(Debug)]
+pub struct OutputLock {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+impl OutputLock {
+    /// Takes the lock of `output`, or says which rondpoint writes it.
+    pub fn take(output: &std::path::Path) -> Result<Self> {
+        use rondpoint_safeio::lock::{Lock, output_lock_path, try_lock};
+        let dir = lock_dir();
+        let taken = std::fs::create_dir_all(&dir)
+            .and_then(|()| output_lock_path(&dir, output))
+            .and_then(|path| Ok((try_lock(&path)?, path)));
+        let (lock, path) = taken.with_context(|| {
+            format!(
+                "locking {} in {} (so that no other rondpoint writes it)",
+                output.display(),
+                dir.display()
+            )
+        })?;
+        match lock {
+            Lock::Ours(file) => Ok(Self { path, _file: file }),
+            Lock::Theirs(holder) => {
+                let who = holder.map_or_else(String::new, |p| format!(" (pid {p})"));
+                bad_input!(
+                    "{}: another rondpoint{who} is writing it; give another file",
+                    output.display()
+                )
+            }
+        }
+    }
+}
+
+impl Drop for OutputLock {
+    fn drop(&mut self) {
+        // Removed while still held: a rondpoint that opened it meanwhile finds the name gone
+        // and tries again (rondpoint_safeio::lock).
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

@@ -21,6 +21,8 @@ pub struct LiveRecording {
     max_samples: Option<usize>,
     state: LiveState,
     epochs: u64,
+    /// Held until the recording ends: no other rondpoint writes this file meanwhile.
+    _lock: super::OutputLock,
 }
 
 /// Where a [`LiveRecording`] is.
@@ -40,6 +42,7 @@ impl LiveRecording {
         capabilities: &Capabilities,
         max_samples: Option<usize>,
         replace: rondpoint_safeio::Replace,
+        lock: super::OutputLock,
     ) -> Result<Self> {
         let file =
             rondpoint_safeio::create_staged(path, replace).context("creating the recording")?;
@@ -51,6 +54,7 @@ impl LiveRecording {
             max_samples,
             state: LiveState::Created(file),
             epochs: 0,
+            _lock: lock,
         })
     }
 

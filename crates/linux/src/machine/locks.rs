@@ -1,16 +1,15 @@
 //! One rondpoint per process: a rondpoint that manages a process holds an exclusive lock on a
 //! file named after it (`pid-PID.lock` in a directory every rondpoint of the machine uses,
 //! `/run/rondpoint` as root), so that a second daemon selecting the same process leaves it
-//! alone and says which rondpoint has it. Locks are `flock(2)` locks: the kernel drops them
-//! when their holder exits, however it exits. A lock file is removed when its process is no
-//! longer managed; a rondpoint that takes a lock checks the file it locked is still the one at
-//! that name (another may have just removed it), so that two cannot hold one process.
+//! alone and says which rondpoint has it (`rondpoint_safeio::lock`: `flock(2)` locks the
+//! kernel drops when their holder exits). A lock file is removed when its process is no longer
+//! managed.
 
 use rondpoint_model::Pid;
+use rondpoint_safeio::lock::{Lock, try_lock};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// The locks this rondpoint holds, and the processes it found held by another.
@@ -62,12 +61,12 @@ impl Locks {
             if self.held.contains_key(&pid) {
                 continue;
             }
-            match take(&dir, pid)? {
-                Taken::Ours(file) => {
+            match try_lock(&lock_path(&dir, pid))? {
+                Lock::Ours(file) => {
                     self.elsewhere.remove(&pid);
                     self.held.insert(pid, file);
                 }
-                Taken::Theirs(holder) => {
+                Lock::Theirs(holder) => {
                     self.elsewhere.insert(pid, holder);
                     refused.push(pid);
                 }
@@ -85,48 +84,8 @@ impl Locks {
     }
 }
 
-enum Taken {
-    Ours(File),
-    Theirs(Option<i32>),
-}
-
 fn lock_path(dir: &Path, pid: Pid) -> PathBuf {
     dir.join(format!("pid-{}.lock", pid.0))
-}
-
-/// Takes the lock of `pid`, or says who holds it.
-fn take(dir: &Path, pid: Pid) -> io::Result<Taken> {
-    let path = lock_path(dir, pid);
-    loop {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&path)?;
-        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => {}
-            Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
-                let mut text = String::new();
-                let _ = file.read_to_string(&mut text);
-                return Ok(Taken::Theirs(text.trim().parse().ok()));
-            }
-            Err(e) => return Err(e.into()),
-        }
-        let locked = file.metadata()?;
-        match std::fs::symlink_metadata(&path) {
-            Ok(named) if named.ino() == locked.ino() && named.dev() == locked.dev() => {
-                file.set_len(0)?;
-                file.rewind()?;
-                write!(file, "{}", std::process::id())?;
-                return Ok(Taken::Ours(file));
-            }
-            // Removed (or replaced) by its last holder after it was opened: again.
-            _ => continue,
-        }
-    }
 }
 
 #[cfg(test)]
