@@ -9,7 +9,7 @@
 use crate::{EpochReport, Policy};
 use rondpoint_model::{Action, Capabilities, Observation, Outcome, ProcessInfo, Topology};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use thiserror::Error;
 
 /// Version of the record format; a reader refuses other versions.
@@ -155,78 +155,178 @@ fn write_line<W: Write>(out: &mut W, line: &RecordLine) -> Result<(), RecordErro
     out.write_all(b"\n").map_err(RecordError::Write)
 }
 
-/// A recording read back.
+/// A recording read back whole.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Recording {
+    pub header: Recorded,
+    /// Observations with what the recording policy did.
+    pub epochs: Vec<RecordedEpoch>,
+}
+
+/// One recorded epoch: the observation, and the recording policy's actions and their outcomes.
+pub type RecordedEpoch = (Observation, Vec<Action>, Vec<Outcome>);
+
+/// A recording read an epoch at a time: its header at once, then each epoch as the iterator
+/// reaches it, so that memory holds one epoch whatever the recording's length. A line longer
+/// than the reader's limit is refused before it is parsed (a parsed epoch takes several times
+/// its text: about 7x, measured on a 563 MB line).
+#[derive(Debug)]
+pub struct Reader<R: BufRead> {
+    lines: Lines<R>,
+}
+
+/// What a recording's header says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    /// Where the observations came from.
     pub source: String,
     pub topology: Topology,
+    /// The processes at the start.
     pub processes: Vec<ProcessInfo>,
     /// What the recorded machine could observe and do, when the recording says.
     pub capabilities: Option<Capabilities>,
-    /// Observations with what the recording policy did.
-    pub epochs: Vec<(Observation, Vec<Action>, Vec<Outcome>)>,
 }
 
-/// Reads a whole recording.
-pub fn read<R: BufRead>(input: R) -> Result<Recording, RecordError> {
-    let mut lines = input.lines().enumerate();
-    let mut next = || -> Result<Option<(usize, RecordLine)>, RecordError> {
-        for (i, line) in lines.by_ref() {
-            let line = line.map_err(RecordError::Read)?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let parsed: RecordLine =
-                serde_json::from_str(&line).map_err(|e| RecordError::Malformed {
-                    line: i + 1,
-                    message: e.to_string(),
-                })?;
-            return Ok(Some((i + 1, parsed)));
-        }
-        Ok(None)
-    };
-    let (source, topology, processes, capabilities) = match next()? {
-        None => return Err(RecordError::Empty),
-        Some((
-            _,
-            RecordLine::Header {
+impl<R: BufRead> Reader<R> {
+    /// Reads the header of `input`, and returns it with a reader of the epochs; no line may be
+    /// longer than `line_limit` bytes.
+    pub fn open(input: R, line_limit: u64) -> Result<(Recorded, Self), RecordError> {
+        let mut lines = Lines {
+            input,
+            line: 0,
+            limit: line_limit,
+        };
+        match lines.next_line()? {
+            None => Err(RecordError::Empty),
+            Some(RecordLine::Header {
                 version,
                 source,
                 topology,
                 processes,
                 capabilities,
-            },
-        )) => {
-            if version != FORMAT_VERSION {
-                return Err(RecordError::Version { found: version });
+            }) => {
+                if version != FORMAT_VERSION {
+                    return Err(RecordError::Version { found: version });
+                }
+                let header = Recorded {
+                    source,
+                    topology,
+                    processes,
+                    capabilities,
+                };
+                Ok((header, Self { lines }))
             }
-            (source, topology, processes, capabilities)
+            Some(other) => Err(RecordError::NoHeader(other.kind())),
         }
-        Some((_, other)) => return Err(RecordError::NoHeader(other.kind())),
-    };
-    let mut epochs = Vec::new();
-    while let Some((line, l)) = next()? {
-        match l {
-            RecordLine::Epoch {
-                observation,
-                actions,
-                outcomes,
-            } => epochs.push((observation, actions, outcomes)),
-            RecordLine::Header { .. } => {
+    }
+}
+
+/// The lines of a recording, each at most `limit` bytes.
+#[derive(Debug)]
+struct Lines<R> {
+    input: R,
+    /// Lines read so far (the number of the last one).
+    line: usize,
+    limit: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    /// The next line that is not blank (its number is `self.line`).
+    fn next_raw(&mut self) -> Result<Option<Vec<u8>>, RecordError> {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let n = (&mut self.input)
+                .take(self.limit.saturating_add(1))
+                .read_until(b'\n', &mut buf)
+                .map_err(RecordError::Read)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            if buf.len() as u64 > self.limit {
                 return Err(RecordError::Malformed {
-                    line,
-                    message: "a second header".into(),
+                    line: self.line,
+                    message: format!(
+                        "longer than the {} MiB a line may be here (an eighth of the memory \
+                         available)",
+                        self.limit >> 20
+                    ),
                 });
+            }
+            if !buf.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Some(buf));
             }
         }
     }
-    Ok(Recording {
-        source,
-        topology,
-        processes,
-        capabilities,
-        epochs,
-    })
+
+    fn malformed(&self, e: &serde_json::Error) -> RecordError {
+        RecordError::Malformed {
+            line: self.line,
+            message: e.to_string(),
+        }
+    }
+
+    /// The next line that is not blank, parsed.
+    fn next_line(&mut self) -> Result<Option<RecordLine>, RecordError> {
+        let Some(buf) = self.next_raw()? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&buf)
+            .map(Some)
+            .map_err(|e| self.malformed(&e))
+    }
+
+    /// The next epoch line, parsed straight into its fields: through [`RecordLine`], an
+    /// internally tagged enum, serde first copies the whole line into a generic tree, and an
+    /// epoch took about 7 times its text (measured: 1.4 GB for a 180 MB line).
+    fn next_epoch(&mut self) -> Result<Option<RecordedEpoch>, RecordError> {
+        let Some(buf) = self.next_raw()? else {
+            return Ok(None);
+        };
+        match serde_json::from_slice::<EpochLine>(&buf) {
+            Ok(e) => Ok(Some((e.observation, e.actions, e.outcomes))),
+            Err(e) => Err(match serde_json::from_slice::<RecordLine>(&buf) {
+                Ok(RecordLine::Header { .. }) => RecordError::Malformed {
+                    line: self.line,
+                    message: "a second header".into(),
+                },
+                _ => self.malformed(&e),
+            }),
+        }
+    }
+}
+
+/// An epoch line (see [`RecordLine::Epoch`]), read without going through the enum.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EpochLine {
+    #[serde(rename = "kind")]
+    _kind: EpochKind,
+    observation: Observation,
+    actions: Vec<Action>,
+    outcomes: Vec<Outcome>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum EpochKind {
+    Epoch,
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<RecordedEpoch, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.lines.next_epoch().transpose()
+    }
+}
+
+/// Reads a whole recording (every epoch in memory: [`Reader`] reads one at a time).
+pub fn read<R: BufRead>(input: R) -> Result<Recording, RecordError> {
+    let (header, reader) = Reader::open(input, u64::MAX)?;
+    let epochs = reader.collect::<Result<Vec<_>, _>>()?;
+    Ok(Recording { header, epochs })
 }
 
 /// One epoch of a replay: the policy's decisions on a recorded observation.
@@ -257,46 +357,72 @@ fn same_actions(a: &[Action], b: &[Action]) -> bool {
     sorted(a) == sorted(b)
 }
 
+/// A policy replayed over recorded epochs (see [`replay`]), one epoch at a time.
+pub struct Replayer<'a> {
+    policy: &'a mut dyn Policy,
+    topology: &'a Topology,
+}
+
+impl std::fmt::Debug for Replayer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replayer")
+            .field("policy", &self.policy.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Replayer<'a> {
+    /// Checks `policy` against the recorded machine (its `capabilities`; every capability for
+    /// a recording that does not list them, a simulator's) and takes its start decisions on
+    /// the recorded topology and processes.
+    pub fn start(
+        policy: &'a mut dyn Policy,
+        topology: &'a Topology,
+        processes: &[ProcessInfo],
+        capabilities: Option<&Capabilities>,
+    ) -> Result<(Self, Vec<Action>), crate::EngineError> {
+        // A policy the recorded machine could not have run is refused, as `run` would refuse
+        // it there.
+        let all = Capabilities::all();
+        crate::check_policy(capabilities.unwrap_or(&all), topology, processes, policy)?;
+        let start = policy.start(topology, processes);
+        Ok((Self { policy, topology }, start))
+    }
+
+    /// The policy's decisions after one recorded observation. The policy is then told the
+    /// recorded outcomes when it decided as the recorded run did, and that nothing was carried
+    /// out otherwise.
+    pub fn epoch(&mut self, (obs, recorded, outcomes): &RecordedEpoch) -> ReplayedEpoch {
+        let actions = self.policy.decide(self.topology, obs);
+        let same = same_actions(&actions, recorded);
+        if same {
+            // What the recorded run's machine did with these very actions.
+            self.policy.outcomes(recorded, outcomes);
+        } else {
+            let nothing = crate::dry_run_outcomes(&actions, "replay");
+            self.policy.outcomes(&actions, &nothing);
+        }
+        ReplayedEpoch {
+            epoch: obs.epoch,
+            samples: obs.samples.len(),
+            same_as_recorded: same,
+            actions,
+        }
+    }
+}
+
 /// Runs `policy` over a recording. Returns its start decisions (taken on the recorded topology
-/// and processes, before any observation) and its decisions after each recorded observation.
-///
-/// After each decision the policy is told the recorded outcomes when it decided as the
-/// recorded run did, and that nothing was carried out otherwise.
-///
-/// The policy is configured with the recorded machine's capabilities (every capability for a
-/// recording that does not list them), so that it works as it would have there; its needs are
-/// not checked, since nothing is carried out.
+/// and processes, before any observation) and its decisions after each recorded observation
+/// (see [`Replayer`]). The policy is configured with the recorded machine's capabilities, so
+/// that it works as it would have there; nothing is carried out.
 pub fn replay(
     policy: &mut dyn Policy,
     rec: &Recording,
 ) -> Result<(Vec<Action>, Vec<ReplayedEpoch>), crate::EngineError> {
-    // The recorded machine's capabilities (a recording from before they were recorded: a
-    // simulator's, which has them all): a policy it could not have run is refused, as `run`
-    // would refuse it there.
-    let all = Capabilities::all();
-    let capabilities = rec.capabilities.as_ref().unwrap_or(&all);
-    crate::check_policy(capabilities, &rec.topology, &rec.processes, policy)?;
-    let start = policy.start(&rec.topology, &rec.processes);
-    let epochs = rec
-        .epochs
-        .iter()
-        .map(|(obs, recorded, outcomes)| {
-            let actions = policy.decide(&rec.topology, obs);
-            let same = same_actions(&actions, recorded);
-            if same {
-                // What the recorded run's machine did with these very actions.
-                policy.outcomes(recorded, outcomes);
-            } else {
-                policy.outcomes(&actions, &crate::dry_run_outcomes(&actions, "replay"));
-            }
-            ReplayedEpoch {
-                epoch: obs.epoch,
-                samples: obs.samples.len(),
-                same_as_recorded: same,
-                actions,
-            }
-        })
-        .collect();
+    let h = &rec.header;
+    let (mut replayer, start) =
+        Replayer::start(policy, &h.topology, &h.processes, h.capabilities.as_ref())?;
+    let epochs = rec.epochs.iter().map(|e| replayer.epoch(e)).collect();
     Ok((start, epochs))
 }
 
@@ -348,9 +474,21 @@ mod tests {
             .unwrap();
         }
         let bytes = rec.finish().unwrap();
+        // Epoch by epoch, a line longer than the limit refused before it is parsed.
+        let header_len = bytes.iter().position(|&b| b == b'\n').unwrap() as u64 + 1;
+        let (_, mut epochs) = Reader::open(bytes.as_slice(), header_len).unwrap();
+        assert!(epochs.next().unwrap().is_ok(), "a shorter line passes");
+        let (_, mut epochs) = Reader::open(bytes.as_slice(), header_len + 64).unwrap();
+        assert_eq!(epochs.by_ref().filter(Result::is_ok).count(), 3);
+        assert!(
+            Reader::open(bytes.as_slice(), header_len - 1).is_err_and(|e| {
+                e.to_string()
+                    .starts_with("line 1: longer than the 0 MiB a line may be here")
+            })
+        );
         let back = read(bytes.as_slice()).unwrap();
-        assert_eq!(back.topology, topo);
-        assert_eq!(back.capabilities, Some(caps));
+        assert_eq!(back.header.topology, topo);
+        assert_eq!(back.header.capabilities, Some(caps));
         assert_eq!(back.epochs.len(), 3);
         let (start, replayed) = replay(&mut Echo, &back).unwrap();
         assert!(start.is_empty());
