@@ -2,7 +2,8 @@
 //! Table 2): what reports show and policies decide on. Per-application metrics a policy derives
 //! from its own sample counts stay with the policy.
 
-use crate::observation::Observation;
+use crate::NodeId;
+use crate::observation::{Observation, ProcessInfo};
 
 /// Population standard deviation over the mean, in percent (0 when the mean is 0): the
 /// imbalance of [Dashti13 §2].
@@ -18,10 +19,67 @@ pub fn imbalance_pct(loads: &[f64]) -> f64 {
     100.0 * var.sqrt() / mean
 }
 
+/// [`imbalance_pct`] over the nodes `carrying` marks (all of them when it marks none or does
+/// not fit): a node that can carry none of the traffic (a CPU-less memory node the workload
+/// does not use) would count as an idle controller, and a perfectly local run on a machine
+/// with one would look 50% imbalanced.
+pub fn imbalance_over(loads: &[f64], carrying: &[bool]) -> f64 {
+    if carrying.len() != loads.len() || !carrying.contains(&true) {
+        return imbalance_pct(loads);
+    }
+    let kept: Vec<f64> = loads
+        .iter()
+        .zip(carrying)
+        .filter(|&(_, &c)| c)
+        .map(|(&l, _)| l)
+        .collect();
+    imbalance_pct(&kept)
+}
+
+/// The nodes (dense index, as the counters list them) whose controllers the observed
+/// processes load or can load: see [`carrying`].
+pub fn carrying_nodes(obs: &Observation) -> Vec<bool> {
+    let ids: Vec<NodeId> = obs.counters.nodes.iter().map(|n| n.node).collect();
+    let served: Vec<f64> = obs
+        .counters
+        .nodes
+        .iter()
+        .map(|n| n.dram_accesses() as f64)
+        .collect();
+    carrying(&ids, &served, &obs.processes)
+}
+
+/// Of the nodes `ids` (dense order), those whose controllers `processes` load or can load:
+/// running one of their threads, holding some of their memory, or having `served` DRAM
+/// accesses. Traffic imbalance is measured over these ([Dashti13 §2]'s "all controllers" on
+/// the machines it had, where every node ran threads).
+pub fn carrying(ids: &[NodeId], served: &[f64], processes: &[ProcessInfo]) -> Vec<bool> {
+    let mut carrying: Vec<bool> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, _)| served.get(i).is_some_and(|&s| s > 0.0))
+        .collect();
+    for p in processes {
+        let held = p.resident_bytes_by_node.iter().enumerate();
+        let held = held.filter(|&(_, &b)| b > 0).map(|(i, _)| i);
+        let running = p
+            .threads
+            .iter()
+            .filter_map(|t| ids.iter().position(|&id| id == t.node));
+        for i in held.chain(running) {
+            if let Some(c) = carrying.get_mut(i) {
+                *c = true;
+            }
+        }
+    }
+    carrying
+}
+
 /// Machine-wide metrics of one epoch, from the per-node counters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GlobalMetrics {
-    /// Memory-controller imbalance (percent).
+    /// Memory-controller imbalance (percent), over the nodes that carry the traffic
+    /// ([`carrying_nodes`]).
     pub mc_imbalance_pct: f64,
     /// Local access ratio (0 to 1; 1 when there was no DRAM traffic).
     pub lar: f64,
@@ -55,7 +113,7 @@ pub fn global(obs: &Observation) -> GlobalMetrics {
     let mem_total: u64 = obs.memory.iter().map(|m| m.total_bytes).sum();
     let mem_free: u64 = obs.memory.iter().map(|m| m.free_bytes).sum();
     GlobalMetrics {
-        mc_imbalance_pct: imbalance_pct(&served),
+        mc_imbalance_pct: imbalance_over(&served, &carrying_nodes(obs)),
         lar: if total > 0.0 { local / total } else { 1.0 },
         maptu: total / us,
         maptu_by_node: served.iter().map(|s| s / us).collect(),
@@ -84,6 +142,49 @@ mod tests {
             dram_writes: writes,
             ..NodeCounters::default()
         }
+    }
+
+    #[test]
+    fn imbalance_counts_the_nodes_that_carry_the_traffic() {
+        use crate::{CpuId, Pid, ProcessInfo, ThreadInfo, Tid};
+        // Two CPU nodes serving their own threads evenly, and a CPU-less node nobody uses.
+        let mut obs = Observation {
+            counters: Counters {
+                duration_ns: 1_000_000,
+                nodes: vec![
+                    node(0, vec![100, 0, 0], 0),
+                    node(1, vec![0, 100, 0], 0),
+                    node(2, vec![0, 0, 0], 0),
+                ],
+                ..Counters::default()
+            },
+            ..Observation::default()
+        };
+        assert_eq!(carrying_nodes(&obs), vec![true, true, false]);
+        assert!(global(&obs).mc_imbalance_pct.abs() < 1e-9);
+        assert!((imbalance_pct(&[100.0, 100.0, 0.0]) - 70.7).abs() < 0.1);
+        // Its memory on node 2, or a thread on node 1 with node 1 idle, count.
+        obs.counters.nodes[1] = node(1, vec![0, 0, 0], 0);
+        let thread = |node: u16| ThreadInfo {
+            tid: Tid(1),
+            cpu: CpuId(0),
+            node: NodeId(node),
+            allowed_cpus: Vec::new(),
+        };
+        obs.processes = vec![ProcessInfo {
+            pid: Pid(1),
+            comm: "a".into(),
+            threads: vec![thread(0), thread(1)],
+            resident_bytes_by_node: vec![4096, 0, 4096],
+            mapping_policies: Vec::new(),
+        }];
+        assert_eq!(carrying_nodes(&obs), vec![true, true, true]);
+        assert!((global(&obs).mc_imbalance_pct - 141.4).abs() < 0.1);
+        // Nothing marked: every node.
+        assert_eq!(
+            imbalance_over(&[1.0, 3.0], &[false, false]),
+            imbalance_pct(&[1.0, 3.0])
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! Table 2, and the sample tallies they are computed from (counted as Carrefour counts its
 //! samples). The machine-wide metrics are `rondpoint_model::metrics`.
 
-use rondpoint_model::metrics::{epoch_micros, imbalance_pct};
+use rondpoint_model::metrics::{epoch_micros, imbalance_over};
 use rondpoint_model::{NodeId, Observation, Pid, Sample, SampleSource, Topology};
 
 /// Metrics of one application in one epoch.
@@ -70,6 +70,8 @@ pub(crate) struct SampleTally {
     /// Samples by home: index 0 unknown (or not a node of the topology), then dense node index
     /// + 1.
     pub by_home: Vec<u64>,
+    /// The nodes the samples were made from, a bit per dense node index (at most 64 nodes).
+    pub from: u64,
 }
 
 impl SampleTally {
@@ -115,6 +117,8 @@ pub(crate) struct RunTally {
     local: u64,
     /// As [`SampleTally::by_home`].
     by_home: Vec<u64>,
+    /// As [`SampleTally::from`].
+    from: u64,
 }
 
 impl RunTally {
@@ -124,6 +128,7 @@ impl RunTally {
             faults: 0,
             local: 0,
             by_home: vec![0; dense.count() + 1],
+            from: 0,
         }
     }
 
@@ -145,6 +150,9 @@ impl RunTally {
         }
         self.faults += u64::from(fault);
         self.local += u64::from(local);
+        self.from |= 1u64
+            .checked_shl(u32::from(dense.index(s.node)))
+            .unwrap_or(0);
         (home, fault)
     }
 
@@ -176,7 +184,36 @@ impl RunTally {
         }
         t.faults += std::mem::take(&mut self.faults);
         t.local += std::mem::take(&mut self.local);
+        t.from |= std::mem::take(&mut self.from);
     }
+}
+
+/// The nodes an application's traffic loads or can load: those running its threads, holding
+/// its memory, serving its sampled accesses or making them (see
+/// `rondpoint_model::metrics::carrying_nodes`).
+fn app_carrying(
+    obs: &Observation,
+    topology: &Topology,
+    pid: Pid,
+    tally: &SampleTally,
+    by_home: &[f64],
+) -> Vec<bool> {
+    let mut carrying: Vec<bool> = by_home
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| c > 0.0 || (i < 64 && tally.from & (1 << i) != 0))
+        .collect();
+    if let Some(p) = obs.processes.iter().find(|p| p.pid == pid) {
+        let held = p.resident_bytes_by_node.iter().enumerate();
+        let running = p.threads.iter().filter_map(|t| topology.index_of(t.node));
+        let marked = held.filter(|&(_, &b)| b > 0).map(|(i, _)| i).chain(running);
+        for i in marked {
+            if let Some(c) = carrying.get_mut(i) {
+                *c = true;
+            }
+        }
+    }
+    carrying
 }
 
 /// Per-application metrics, one per process seen in the counters or samples, sorted by pid.
@@ -254,7 +291,12 @@ pub(crate) fn per_app_with(
                     100.0 * a.cycles / (busiest * a.threads as f64)
                 },
                 lar: (known > 0).then(|| tally.local as f64 / known as f64),
-                mc_imbalance_pct: (known > 0).then(|| imbalance_pct(&by_home)),
+                mc_imbalance_pct: (known > 0).then(|| {
+                    imbalance_over(
+                        &by_home,
+                        &app_carrying(obs, topology, pid, &tally, &by_home),
+                    )
+                }),
                 maptu_by_node: (known > 0)
                     .then(|| by_home.iter().map(|c| maptu * c / known as f64).collect()),
                 samples: tally.samples,
@@ -422,9 +464,13 @@ mod tests {
                 for h in own.iter().filter_map(|s| s.home_node).filter(|h| h.0 < 4) {
                     by_home[usize::from(h.0)] += 1.0;
                 }
+                // Over the nodes that served or made its samples.
+                let carrying: Vec<bool> = (0..4u16)
+                    .map(|n| by_home[usize::from(n)] > 0.0 || own.iter().any(|s| s.node.0 == n))
+                    .collect();
                 proptest::prop_assert_eq!(
                     a.mc_imbalance_pct,
-                    (known > 0).then(|| imbalance_pct(&by_home))
+                    (known > 0).then(|| imbalance_over(&by_home, &carrying))
                 );
             }
         }

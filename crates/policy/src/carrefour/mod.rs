@@ -226,11 +226,16 @@ impl Carrefour {
     }
 }
 
-/// The dense indices of the nodes with memory.
+/// The dense indices of the nodes interleaving may place pages on: those with memory and
+/// CPUs. A CPU-less node (CXL memory) is a slower tier, remote to every thread: balancing the
+/// controllers' access counts onto it trades a queue for a longer trip on every access, which
+/// the paper's machines (every node with CPUs) never asked of Carrefour; the tiering policies
+/// place memory there.
 fn memory_nodes(topology: &Topology, obs: &Observation) -> Vec<usize> {
     obs.memory
         .iter()
         .filter(|m| m.total_bytes > 0)
+        .filter(|m| topology.node(m.node).is_some_and(|n| n.has_cpu()))
         .filter_map(|m| topology.index_of(m.node))
         .collect()
 }

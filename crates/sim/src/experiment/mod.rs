@@ -95,7 +95,12 @@ pub fn run(
     }
     let t = m.totals();
     let f = machine.cycles_per_ns();
-    let resident: Vec<Vec<u64>> = rondpoint_engine::Machine::processes(&m)
+    let processes = rondpoint_engine::Machine::processes(&m);
+    let ids: Vec<_> = machine.topology.nodes().iter().map(|n| n.id).collect();
+    // Over the controllers that served the run or could have (a node running its threads or
+    // holding its memory at the end), as policies measure it.
+    let carrying = rondpoint_model::metrics::carrying(&ids, &t.mc_accesses, &processes);
+    let resident: Vec<Vec<u64>> = processes
         .into_iter()
         .map(|p| p.resident_bytes_by_node)
         .collect();
@@ -128,7 +133,7 @@ pub fn run(
         } else {
             1.0
         },
-        mc_imbalance: imbalance_pct(&t.mc_accesses),
+        mc_imbalance: rondpoint_model::metrics::imbalance_over(&t.mc_accesses, &carrying),
         ic_imbalance: imbalance_pct(&per_dir),
         ipc: if t.busy_ns > 0.0 {
             t.instructions / (t.busy_ns * f)
