@@ -126,7 +126,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         Some(path) => {
             let lock = crate::live::OutputLock::take(path)?;
             write_state(path, &state, args.live.force).context("writing the state file")?;
-            Some(lock)
+            lock
         }
         None => None,
     };

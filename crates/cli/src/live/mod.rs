@@ -134,22 +134,26 @@ pub struct OutputLock {
 }
 
 impl OutputLock {
-    /// Takes the lock of `output`, or says which rondpoint writes it.
-    pub fn take(output: &std::path::Path) -> Result<Self> {
+    /// Takes the lock of `output`, or says which rondpoint writes it. `None` when the
+    /// output's directory cannot be read: nothing can be written there either, and the write
+    /// that follows says why.
+    pub fn take(output: &std::path::Path) -> Result<Option<Self>> {
         use rondpoint_safeio::lock::{Lock, output_lock_path, try_lock};
         let dir = lock_dir();
-        let taken = std::fs::create_dir_all(&dir)
-            .and_then(|()| output_lock_path(&dir, output))
-            .and_then(|path| Ok((try_lock(&path)?, path)));
-        let (lock, path) = taken.with_context(|| {
-            format!(
-                "locking {} in {} (so that no other rondpoint writes it)",
-                output.display(),
-                dir.display()
-            )
-        })?;
+        let Ok(path) = output_lock_path(&dir, output) else {
+            return Ok(None);
+        };
+        let lock = std::fs::create_dir_all(&dir)
+            .and_then(|()| try_lock(&path))
+            .with_context(|| {
+                format!(
+                    "locking {} in {} (so that no other rondpoint writes it)",
+                    output.display(),
+                    dir.display()
+                )
+            })?;
         match lock {
-            Lock::Ours(file) => Ok(Self { path, _file: file }),
+            Lock::Ours(file) => Ok(Some(Self { path, _file: file })),
             Lock::Theirs(holder) => {
                 let who = holder.map_or_else(String::new, |p| format!(" (pid {p})"));
                 bad_input!(

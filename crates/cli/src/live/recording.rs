@@ -22,7 +22,7 @@ pub struct LiveRecording {
     state: LiveState,
     epochs: u64,
     /// Held until the recording ends: no other rondpoint writes this file meanwhile.
-    _lock: super::OutputLock,
+    _lock: Option<super::OutputLock>,
 }
 
 /// Where a [`LiveRecording`] is.
@@ -42,7 +42,7 @@ impl LiveRecording {
         capabilities: &Capabilities,
         max_samples: Option<usize>,
         replace: rondpoint_safeio::Replace,
-        lock: super::OutputLock,
+        lock: Option<super::OutputLock>,
     ) -> Result<Self> {
         let file =
             rondpoint_safeio::create_staged(path, replace).context("creating the recording")?;
