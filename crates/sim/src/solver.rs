@@ -99,7 +99,8 @@ impl Network {
     }
 
     /// Class `t`'s total service demand per miss (ns).
-    pub fn service_ns(&self, t: usize) -> f64 {
+    #[cfg(test)]
+    fn service_ns(&self, t: usize) -> f64 {
         self.range(t).map(|i| self.visits[i].demand_ns).sum()
     }
 

@@ -110,29 +110,14 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         &engine,
         |r| {
             watch.tick();
-            if watch.spent().is_some() {
+            if failure.is_none() {
+                let written = record_epoch(&mut recorder, r, &mut epochs, expected_epochs);
+                failure = written.err();
+            }
+            if watch.spent().is_some() || failure.is_some() {
                 received
                     .stop
                     .store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            if failure.is_none() {
-                match recorder.epoch(r) {
-                    Ok(()) => epochs += 1,
-                    Err(e) => failure = Some(e.into()),
-                }
-                // The size it should reach, at the bytes per epoch so far.
-                let written = recorder.output().written();
-                let expected = written / epochs.max(1) * expected_epochs;
-                if let Err(e) = recorder.output().check_room(Some(expected.max(written))) {
-                    failure = Some(anyhow::Error::from(e).context(format!(
-                        "{epochs} epochs written, about {expected_epochs} to come in all; keep \
-                         fewer samples (--max-samples), record longer epochs (--epoch-ms) or \
-                         write elsewhere"
-                    )));
-                    received
-                        .stop
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
-                }
             }
         },
     )?;
@@ -161,6 +146,29 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
         }
         None => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// Writes one epoch, then checks the recording will fit on its disk at the bytes per epoch so
+/// far over the `expected` epochs of the run.
+fn record_epoch(
+    recorder: &mut Recorder<rondpoint_safeio::Staged>,
+    r: &rondpoint_engine::EpochReport<'_>,
+    epochs: &mut u64,
+    expected: u64,
+) -> Result<()> {
+    recorder.epoch(r)?;
+    *epochs += 1;
+    let written = recorder.output().written();
+    let size = written / *epochs * expected;
+    recorder
+        .output()
+        .check_room(Some(size.max(written)))
+        .with_context(|| {
+            format!(
+                "{epochs} epochs written, about {expected} to come in all; keep fewer samples \
+                 (--max-samples), record longer epochs (--epoch-ms) or write elsewhere"
+            )
+        })
 }
 
 #[derive(Debug, Args)]
