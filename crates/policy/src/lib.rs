@@ -13,6 +13,7 @@
 pub mod autonuma;
 pub mod baseline;
 pub mod carrefour;
+pub mod guard;
 pub mod metrics;
 pub mod nmass;
 pub mod oaas;

@@ -4,6 +4,7 @@
 
 use super::pages;
 use crate::PolicyError;
+use crate::guard::{self, GuardConfig};
 use rondpoint_policy_api::bounds::{
     Bounds, COUNT, FRACTION, PERCENT, ParamBounds, SAMPLING_CYCLES, SEED, TRACKED_PAGES,
     check_config,
@@ -43,6 +44,10 @@ pub struct CarrefourConfig {
     pub min_replication_candidates: usize,
     /// Never replicate again a page that collapsed more than this many times. Section 3.3.2: 5.
     pub max_collapses_per_page: u32,
+    /// An application stops replicating once the backend reports collapses for at least this
+    /// fraction of the pages it had replicated: its writes reach the pages it reads (the
+    /// per-page limit above learns that one page at a time). Not the paper's; chosen: half.
+    pub max_collapsed_fraction: f64,
     /// Sampling period while Carrefour is acting (cycles per sample). Section 3.3.1: 65,000.
     pub sampling_period_high_cycles: u64,
     /// Sampling period after a quiet epoch. Section 3.3.1: 260,000.
@@ -80,6 +85,9 @@ pub struct CarrefourConfig {
     pub fault_sample_window_max_epochs: u32,
     /// Seed of the P_migrate / P_node draws.
     pub seed: u64,
+    /// Whether Carrefour's work for each application pays, measured, and rest when it does
+    /// not (not the paper's: see [`crate::guard`]).
+    pub guard: GuardConfig,
 }
 
 impl Default for CarrefourConfig {
@@ -93,6 +101,7 @@ impl Default for CarrefourConfig {
             min_samples_per_page: 2,
             min_replication_candidates: 500,
             max_collapses_per_page: 5,
+            max_collapsed_fraction: 0.5,
             sampling_period_high_cycles: 65_000,
             sampling_period_low_cycles: 260_000,
             min_actions_for_high_rate: 10,
@@ -107,6 +116,7 @@ impl Default for CarrefourConfig {
             fault_sample_window_epochs: 8,
             fault_sample_window_max_epochs: 256,
             seed: 1,
+            guard: GuardConfig::default(),
         }
     }
 }
@@ -159,6 +169,7 @@ pub const BOUNDS: &[ParamBounds] = &[
         "max_collapses_per_page",
         Bounds::new(0.0, (pages::MAX_COLLAPSES - 1) as f64, "collapses"),
     ),
+    ("max_collapsed_fraction", FRACTION),
     ("sampling_period_high_cycles", SAMPLING_CYCLES),
     ("sampling_period_low_cycles", SAMPLING_CYCLES),
     ("min_actions_for_high_rate", COUNT),
@@ -173,6 +184,17 @@ pub const BOUNDS: &[ParamBounds] = &[
         Bounds::new(1.0, pages::MAX_WINDOW_EPOCHS as f64, "epochs"),
     ),
     ("seed", SEED),
+    ("guard.first_act_epochs", guard::EPOCHS),
+    ("guard.max_act_epochs", guard::EPOCHS),
+    ("guard.trial_epochs", guard::EPOCHS),
+    (
+        "guard.settle_epochs",
+        Bounds::new(0.0, 1_000_000.0, "epochs"),
+    ),
+    ("guard.first_rest_epochs", guard::EPOCHS),
+    ("guard.max_rest_epochs", guard::EPOCHS),
+    ("guard.min_gain", FRACTION),
+    ("guard.wake_drop", FRACTION),
 ];
 
 #[cfg(test)]

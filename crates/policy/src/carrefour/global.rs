@@ -10,7 +10,10 @@ use rondpoint_model::metrics::GlobalMetrics;
 #[derive(Clone, Debug, PartialEq)]
 pub struct AppDecision {
     pub pid: Pid,
+    /// Carrefour works for it: the paper's test passed and the payoff guard lets it.
     pub enabled: bool,
+    /// The payoff guard rests it: working for it did not pay ([`crate::guard`]).
+    pub resting: bool,
     pub replication: bool,
     pub interleaving: bool,
     pub co_location: bool,
@@ -18,22 +21,26 @@ pub struct AppDecision {
 }
 
 /// The global decisions (Figure 4) for each application, on a machine of `nodes` nodes;
-/// `estimated` when the backend estimates DRAM traffic from samples.
+/// `estimated` when the backend estimates DRAM traffic from samples; the applications the
+/// payoff guard rests (`working` false) are not worked for.
 pub(super) fn decide(
     cfg: &CarrefourConfig,
     global: &GlobalMetrics,
     apps: &[AppMetrics],
     estimated: bool,
     nodes: usize,
+    working: impl Fn(Pid) -> bool,
 ) -> Vec<AppDecision> {
     let min_free = cfg.min_free_fraction(nodes);
     let mut decisions = Vec::with_capacity(apps.len());
     for a in apps {
-        let enabled = if estimated {
-            a.samples >= cfg.min_samples_when_estimated
-        } else {
-            a.maptu >= cfg.maptu_threshold
-        };
+        let resting = !working(a.pid);
+        let enabled = !resting
+            && if estimated {
+                a.samples >= cfg.min_samples_when_estimated
+            } else {
+                a.maptu >= cfg.maptu_threshold
+            };
         let (imbalance, lar) = if cfg.per_application {
             (
                 a.mc_imbalance_pct.unwrap_or(global.mc_imbalance_pct),
@@ -45,6 +52,7 @@ pub(super) fn decide(
         decisions.push(AppDecision {
             pid: a.pid,
             enabled,
+            resting,
             replication: enabled
                 && cfg.has(Technique::Replication)
                 && global.free_fraction >= min_free

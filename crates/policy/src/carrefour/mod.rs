@@ -51,6 +51,7 @@ pub use config::{BOUNDS, CarrefourConfig, Technique};
 pub use global::AppDecision;
 pub use pages::COUNTED_NODES;
 
+use crate::guard::Guard;
 use crate::metrics::{self, DenseNodes, SampleTallies};
 use crate::{Policy, PolicyError};
 use pages::{PageKey, PageTable};
@@ -103,6 +104,8 @@ pub struct Carrefour {
     /// Replications asked for that left no replica (the outcomes of the last decision), taken
     /// as collapses at the next decision, with those the backend reports.
     unmade: Vec<Collapse>,
+    /// Whether working for each application pays.
+    guard: Guard,
 }
 
 /// How far the samples of an epoch have been counted before its decision.
@@ -130,6 +133,7 @@ impl Carrefour {
             rules: RuleLists::default(),
             counted: None,
             unmade: Vec::new(),
+            guard: Guard::new(cfg.guard.clone()),
             cfg,
         })
     }
@@ -316,7 +320,17 @@ impl Policy for Carrefour {
         replication::forget_collapsed(&mut self.pages, &std::mem::take(&mut self.unmade));
         // Global decisions, per application (Figure 4).
         let estimated = obs.counters.is_estimated(CounterGroup::ThreadDram);
-        let decisions = global::decide(&self.cfg, &global, &apps, estimated, n);
+        self.guard.observe(obs);
+        let guard = &self.guard;
+        let mut decisions = global::decide(&self.cfg, &global, &apps, estimated, n, |p| {
+            guard.may_act(p)
+        });
+        self.replication.count_collapses(&obs.collapses);
+        for d in &mut decisions {
+            d.replication &= !self
+                .replication
+                .collapsing(d.pid, self.cfg.max_collapsed_fraction);
+        }
         let odds = interleave::odds(
             &decisions,
             &global,
@@ -337,7 +351,8 @@ impl Policy for Carrefour {
             apps.is_empty(),
             estimated,
             moves.len() + replicated,
-        );
+        )
+        .filter(|_| apps.is_empty() || apps.iter().any(|a| self.guard.working(a.pid)));
         self.last_global = Some(global);
         self.last_decisions = decisions;
         actions::merged(moves, replications)

@@ -7,7 +7,7 @@ use super::config::CarrefourConfig;
 use super::global::AppDecision;
 use super::pages::{PageKey, PageTable};
 use rondpoint_model::{Action, Collapse, NodeId, Observation, Outcome, OutcomeStatus, Pid};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, HashMap};
 
 /// Pages marked for replication, by process, and the processes replicating already.
@@ -15,9 +15,28 @@ use std::collections::{BTreeMap, HashMap};
 pub(super) struct Replication {
     pending: BTreeMap<Pid, FxHashSet<PageKey>>,
     replicating: FxHashSet<Pid>,
+    /// Pages each process had replicated, and of them collapsed (reported by the backend).
+    made: FxHashMap<Pid, (u64, u64)>,
 }
 
 impl Replication {
+    /// Counts the collapses the backend reported against the pages each process replicated.
+    pub(super) fn count_collapses(&mut self, collapses: &[Collapse]) {
+        for c in collapses {
+            self.made.entry(c.page.pid).or_default().1 += c.page.count;
+        }
+    }
+
+    /// Whether `pid`'s replicas collapse too often to go on: at least `fraction` of the pages
+    /// it had replicated. Its writes reach the pages it reads, and each collapse costs more
+    /// than the replica saved (the application-wide MRR test of [Dashti13 §3.2.1] exists to
+    /// keep such applications from replicating; this catches those whose writes it missed).
+    pub(super) fn collapsing(&self, pid: Pid, fraction: f64) -> bool {
+        self.made.get(&pid).is_some_and(|&(made, collapsed)| {
+            made > 0 && collapsed as f64 >= fraction * made as f64
+        })
+    }
+
     /// Marks a page for replication.
     pub(super) fn mark(&mut self, key: PageKey) {
         self.pending.entry(key.0).or_default().insert(key);
@@ -65,6 +84,7 @@ impl Replication {
                 .into_iter()
                 .collect();
             replicated += keys.len();
+            self.made.entry(pid).or_default().0 += keys.len() as u64;
             for key in &keys {
                 if let Some(i) = pages.entry_for(key) {
                     pages.slot_mut(i).set_replicated(true);

@@ -104,7 +104,7 @@ fn sampling_slows_down_after_a_quiet_epoch_and_speeds_up_again() {
 fn techniques_can_be_switched_off_one_by_one() {
     let cfg = CarrefourConfig {
         techniques: vec![Technique::Interleaving],
-        ..CarrefourConfig::default()
+        ..paper()
     };
     let mut c = Carrefour::new(cfg).unwrap();
     let mut samples = shared_reads(0..600);
@@ -135,7 +135,7 @@ fn per_application_mode_judges_the_application_on_its_own_samples() {
     // for pages on node 0: on its own traffic, LAR is 0 and co-location applies.
     let cfg = CarrefourConfig {
         per_application: true,
-        ..CarrefourConfig::default()
+        ..paper()
     };
     let mut c = Carrefour::new(cfg).unwrap();
     let obs = observe(Epoch {

@@ -77,8 +77,13 @@ fn replication_waits_for_500_candidates_then_replicates_them_all() {
 fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
     // 500 pages replicated; the backend then reports pages 100-399 collapsed as one range (a
     // backend that cannot replicate says so for the whole action): those pages are candidates
-    // again and are replicated again once sampled; the others are not redone.
-    let mut c = carrefour();
+    // again and are replicated again once sampled; the others are not redone. (Collapses for
+    // most of an application's replicas stop it replicating: not checked here.)
+    let mut c = Carrefour::new(CarrefourConfig {
+        max_collapsed_fraction: 1.0,
+        ..paper()
+    })
+    .unwrap();
     let obs = observe(Epoch {
         samples: shared_reads(0..500),
         ..Epoch::default()
@@ -94,6 +99,35 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
     });
     obs.epoch = 1;
     assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(100, 300));
+}
+
+#[test]
+fn an_application_whose_replicas_mostly_collapse_stops_replicating() {
+    let mut c = carrefour();
+    let obs = observe(Epoch {
+        samples: shared_reads(0..500),
+        ..Epoch::default()
+    });
+    assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(0, 500));
+    // 250 of its 500 replicas collapse: its writes reach the pages it reads.
+    let mut obs = observe(Epoch {
+        samples: shared_reads(0..1000),
+        collapses: vec![Collapse {
+            page: range(0, 250),
+            count: 1,
+        }],
+        ..Epoch::default()
+    });
+    obs.epoch = 1;
+    let actions = c.decide(&topo(), &obs);
+    assert!(!c.last_decisions()[0].replication);
+    assert!(
+        actions
+            .iter()
+            .all(|a| !matches!(a, Action::Replicate { .. }))
+    );
+    // (Replications that left no replica do not count: see
+    // `replications_that_left_no_replica_are_asked_for_again`.)
 }
 
 #[test]
@@ -186,7 +220,7 @@ fn interleave_destinations_follow_p_node() {
     });
     let mut c = Carrefour::new(CarrefourConfig {
         max_tracked_pages: 10_000,
-        ..CarrefourConfig::default()
+        ..paper()
     })
     .unwrap();
     let mut to = [0u64; 4];

@@ -135,8 +135,21 @@ fn observe(e: Epoch) -> Observation {
     }
 }
 
+/// The paper's Carrefour: the defaults without the payoff guard (tested on its own in
+/// `guard.rs`, and with Carrefour in `global.rs`), so that each test sees the mechanism it
+/// checks in every epoch.
+fn paper() -> CarrefourConfig {
+    CarrefourConfig {
+        guard: crate::guard::GuardConfig {
+            enabled: false,
+            ..Default::default()
+        },
+        ..CarrefourConfig::default()
+    }
+}
+
 fn carrefour() -> Carrefour {
-    Carrefour::new(CarrefourConfig::default()).unwrap()
+    Carrefour::new(paper()).unwrap()
 }
 
 fn page(i: u64) -> u64 {

@@ -12,7 +12,7 @@ fn per_page_counts_by_node_and_by_type_last_one_epoch() {
     // No technique, so that no page is acted on (which would start its counts afresh).
     let mut c = Carrefour::new(CarrefourConfig {
         techniques: Vec::new(),
-        ..CarrefourConfig::default()
+        ..paper()
     })
     .unwrap();
     c.decide(
@@ -47,7 +47,7 @@ fn per_page_counts_by_node_and_by_type_last_one_epoch() {
 fn tracking_stops_at_the_page_limit() {
     let cfg = CarrefourConfig {
         max_tracked_pages: 5,
-        ..CarrefourConfig::default()
+        ..paper()
     };
     let mut c = Carrefour::new(cfg).unwrap();
     // An epoch of `n` samples from node 2 on each of `pages`, in order.
@@ -220,7 +220,7 @@ fn the_fault_window_follows_a_scanner_slower_than_its_shortest() {
     };
     // (Nothing applies the move here, so the pages are decided again two scans later.)
     assert_eq!(
-        run(CarrefourConfig::default()).first(),
+        run(paper()).first(),
         Some(&(
             23,
             vec![Action::MigratePages {
@@ -231,7 +231,7 @@ fn the_fault_window_follows_a_scanner_slower_than_its_shortest() {
     );
     let fixed = run(CarrefourConfig {
         fault_sample_window_max_epochs: 8,
-        ..CarrefourConfig::default()
+        ..paper()
     });
     assert!(fixed.is_empty(), "{fixed:?}");
 }
