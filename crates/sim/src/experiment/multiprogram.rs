@@ -42,6 +42,15 @@ pub struct Solo {
     pub apps: Vec<SoloApp>,
 }
 
+/// Whether an application has one home node: all but one placed over several nodes by its
+/// scenario ([Dashti13 §4.3]: each on two nodes), by its threads or its memory, which runs
+/// alone as it is placed.
+fn has_home(app: &AppSpec) -> bool {
+    let several = |v: &[u16]| v.len() > 1;
+    !(app.membind.as_deref().is_some_and(several)
+        || matches!(&app.placement, ThreadPlacement::Nodes(v) if several(v)))
+}
+
 /// An application's home: the one node its memory is bound to, else the node its placement
 /// names, else node 0.
 pub(crate) fn home_of(app: &AppSpec) -> u16 {
@@ -54,6 +63,7 @@ pub(crate) fn home_of(app: &AppSpec) -> u16 {
 
 /// Runs each program of `scenario` alone: local (its threads and memory on its home node) and,
 /// with `remote`, remote (its threads on the nearest other node with CPUs, its memory at home).
+/// A program without a home node runs alone as placed, and has no remote run.
 pub fn solo_runs(
     machine: &MachineSpec,
     scenario: &Scenario,
@@ -65,6 +75,7 @@ pub fn solo_runs(
     for app in &scenario.apps {
         let home = home_of(app);
         let (local_s, mpki) = alone(machine, scenario, app, home, home, sim, engine)?;
+        let remote = remote && has_home(app);
         let remote_s = match remote.then(|| nearest_other(machine, home)).flatten() {
             Some(r) => Some(alone(machine, scenario, app, r, home, sim, engine)?.0),
             None => None,
@@ -90,8 +101,8 @@ fn nearest_other(machine: &MachineSpec, home: u16) -> Option<u16> {
         .and_then(|n| u16::try_from(n).ok())
 }
 
-/// `app` alone with its threads on node `on` and its memory bound to `home`, from time 0:
-/// its completion (s) and MPKI.
+/// `app` alone with its threads on node `on` and its memory bound to `home` (as placed, when it
+/// has no home node), from time 0: its completion (s) and MPKI.
 fn alone(
     machine: &MachineSpec,
     scenario: &Scenario,
@@ -102,8 +113,10 @@ fn alone(
     engine: &EngineConfig,
 ) -> Result<(f64, f64), ExperimentError> {
     let mut a = app.clone();
-    a.placement = ThreadPlacement::Node(on);
-    a.membind = Some(vec![home]);
+    if has_home(app) {
+        a.placement = ThreadPlacement::Node(on);
+        a.membind = Some(vec![home]);
+    }
     a.start_s = 0.0;
     let solo = Scenario {
         name: format!("{} alone ({})", app.name, scenario.name),
