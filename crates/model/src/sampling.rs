@@ -1,5 +1,6 @@
 //! What a policy asks the backend to sample.
 
+use crate::Pid;
 use serde::{Deserialize, Serialize};
 
 /// NUMA hinting-fault scanning, as Linux's automatic NUMA balancing does it: every `period_ms`
@@ -15,7 +16,7 @@ pub struct HintingScan {
 }
 
 /// Samples a policy wants. The default asks for none, and a backend then pays nothing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SamplingRequest {
     /// Instruction/memory-access sampling (IBS, PEBS): one sample per this many cycles per core.
     pub period_cycles: Option<u64>,
@@ -30,6 +31,11 @@ pub struct SamplingRequest {
     /// context switch. The simulator always counts.
     #[serde(default)]
     pub counters: bool,
+    /// Exceptions to `period_cycles`, per process: a process listed is sampled at its own
+    /// period, or not at all (`None`: its threads take no sampling interrupts). A policy that
+    /// gains nothing for a program spares it the cost while it samples the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_process: Vec<(Pid, Option<u64>)>,
 }
 
 impl SamplingRequest {
@@ -39,5 +45,15 @@ impl SamplingRequest {
         hinting: None,
         truth: false,
         counters: false,
+        by_process: Vec::new(),
     };
+
+    /// The sampling period of `pid`'s threads (`None`: not sampled).
+    pub fn period_of(&self, pid: Pid) -> Option<u64> {
+        self.by_process
+            .iter()
+            .find(|(p, _)| *p == pid)
+            .map_or(self.period_cycles, |&(_, period)| period)
+            .filter(|&p| p > 0)
+    }
 }

@@ -134,10 +134,9 @@ pub struct Verdict {
 pub enum Call {
     /// The program is faster at rest after the work: work goes on, for twice as long.
     Pays,
-    /// Nothing to judge yet: the first stretch has no rate at rest before it (its pause is
-    /// the reference for the next), or the rate moved during the pause (the program changed
-    /// by itself: new memory, a new phase), which says nothing of the work. One more short
-    /// stretch, judged against the latest rate.
+    /// Nothing to judge: the rate moved during the pause (the program changed by itself: new
+    /// memory, a new phase), which says nothing of the work. One more short stretch, judged
+    /// against the latest rate.
     Retry,
     /// Work made no difference or made the program slower: rest.
     Rest,
@@ -322,10 +321,11 @@ fn judge(cfg: &GuardConfig, pid: Pid, app: &mut App) -> (Phase, Option<Verdict>)
     let before = app.before.replace(if steady { after } else { latest });
     let gains = |a: f64, b: f64| a > b * (1.0 + cfg.min_gain);
     let call = match before {
-        // The first stretch has no rate at rest before it: unless working already beat
-        // resting, its pause is what the next stretch is judged against.
+        // The first stretch has no rate at rest before it: it pays if working beat resting.
+        // (Taking its pause as the reference for a second stretch instead costs every program
+        // that gains nothing two more epochs of work: MG beside Streamcluster 0.9% -> 1.3%.)
         None if gains(app.working, after) => Call::Pays,
-        None => Call::Retry,
+        None => Call::Rest,
         Some(b) if gains(after, b) => Call::Pays,
         Some(_) if !steady && !app.retried => Call::Retry,
         Some(_) => Call::Rest,

@@ -387,7 +387,7 @@ impl Policy for Watcher {
         Vec::new()
     }
     fn sampling(&self) -> SamplingRequest {
-        self.request
+        self.request.clone()
     }
 }
 
@@ -449,6 +449,33 @@ fn samples_only_when_asked_and_runs_are_deterministic() {
 }
 
 #[test]
+fn a_process_is_left_out_of_sampling_or_sampled_at_its_own_period() {
+    // The scenario's one application is the simulator's first process.
+    let pid = Pid(1000);
+    let (_, t_quiet, _) = watch(SamplingRequest::NONE, 1);
+    let left_out = SamplingRequest {
+        by_process: vec![(pid, None)],
+        ..ibs(65_000)
+    };
+    let (w, t, _) = watch(left_out, 1);
+    assert_eq!(w.samples, 0);
+    assert_eq!(t, t_quiet, "no interrupts, no cost");
+    let own = SamplingRequest {
+        by_process: vec![(pid, Some(260_000))],
+        ..ibs(65_000)
+    };
+    let (a, t_a, _) = watch(own, 1);
+    let (b, t_b, _) = watch(ibs(260_000), 1);
+    assert_eq!((a.samples, t_a), (b.samples, t_b));
+    // Another process listed changes nothing for this one.
+    let other = SamplingRequest {
+        by_process: vec![(Pid(2000), None)],
+        ..ibs(260_000)
+    };
+    assert_eq!(watch(other, 1).0.samples, b.samples);
+}
+
+#[test]
 fn hinting_faults_follow_the_scan_rate() {
     // 64 MiB region, 16 MiB scanned per 100 ms: the whole region every 400 ms, and every page
     // of a region all threads use uniformly is touched within a period, so about one fault per
@@ -461,7 +488,7 @@ fn hinting_faults_follow_the_scan_rate() {
         }),
         ..SamplingRequest::NONE
     };
-    let (w, t, scanned) = watch(scan, 3);
+    let (w, t, scanned) = watch(scan.clone(), 3);
     let (_, t_quiet, _) = watch(SamplingRequest::NONE, 3);
     let expected_scanned = (16u64 << 20) as f64 * t / 1e8;
     assert!(

@@ -461,7 +461,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
     }
 
     fn set_sampling(&mut self, request: &SamplingRequest) {
-        self.sampling = *request;
+        self.sampling = request.clone();
         if self.launch.is_none() {
             self.attach_sampler();
             self.attach_counters();

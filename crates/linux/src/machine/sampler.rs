@@ -233,8 +233,19 @@ impl<S: Sys> LinuxMachine<S> {
         }
         sampler.first_seen.retain(|p, _| self.managed.contains(p));
         sampler.sampled_in.retain(|p, _| self.managed.contains(p));
+        // Processes the policy leaves unsampled lose their events; they are opened again
+        // when it samples them again. (Every fault is a sample here: a period of its own
+        // does not apply.)
+        let listed = &self.sampling.by_process;
+        let unsampled = |p: &Pid| {
+            listed
+                .iter()
+                .any(|&(q, period)| q == *p && period.is_none())
+        };
+        sampler.close_processes(&mut self.sys, unsampled);
+        sampler.sampled_in.retain(|p, _| !unsampled(p));
         for &pid in &self.managed {
-            if sampler.sampled_in.contains_key(&pid) {
+            if sampler.sampled_in.contains_key(&pid) || unsampled(&pid) {
                 continue;
             }
             let parent = self.proc.stat(pid).ok().flatten().map(|st| st.ppid);

@@ -157,6 +157,30 @@ fn sampling_opens_inherited_events_per_cpu_and_one_event_per_existing_thread() {
 }
 
 #[test]
+fn a_process_left_out_of_sampling_loses_its_events_until_it_is_sampled_again() {
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[])
+        .with_process(4250, &[])
+        .with_process(5000, &[]);
+    let mut m = sampling_memhog(sys);
+    let opens_of =
+        |m: &LinuxMachine<FakeSys>, pid: i32| perf_opens(m).iter().filter(|o| o.0 == pid).count();
+    assert_eq!(opens_of(&m, 4250), 16);
+    let closed = m.sys().calls_named("perf_close").len();
+    let left_out = SamplingRequest {
+        by_process: vec![(Pid(4250), None)],
+        ..sampling()
+    };
+    m.set_sampling(&left_out);
+    assert_eq!(m.sys().calls_named("perf_close").len(), closed + 16);
+    m.set_sampling(&left_out);
+    assert_eq!(opens_of(&m, 4250), 16, "not opened while left out");
+    m.set_sampling(&sampling());
+    assert_eq!(opens_of(&m, 4250), 32, "opened again");
+    assert_eq!(m.sys().calls_named("perf_close").len(), closed + 16);
+}
+
+#[test]
 fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
     let sys = FakeSys::new()
         .with_process(MEMHOG.0, &[])

@@ -60,7 +60,7 @@ use rand_pcg::Pcg64Mcg;
 use replication::Replication;
 use rondpoint_model::metrics::{self as traffic, GlobalMetrics};
 use rondpoint_model::{
-    Action, Capability, Collapse, CounterGroup, Need, Observation, Outcome, Sample,
+    Action, Capability, Collapse, CounterGroup, Need, Observation, Outcome, Pid, Sample,
     SamplingRequest, Topology,
 };
 use rules::RuleLists;
@@ -106,6 +106,8 @@ pub struct Carrefour {
     unmade: Vec<Collapse>,
     /// Whether working for each application pays.
     guard: Guard,
+    /// Each application's sampling period next epoch (`None`: not sampled).
+    by_process: Vec<(Pid, Option<u64>)>,
 }
 
 /// How far the samples of an epoch have been counted before its decision.
@@ -134,6 +136,7 @@ impl Carrefour {
             counted: None,
             unmade: Vec::new(),
             guard: Guard::new(cfg.guard.clone()),
+            by_process: Vec::new(),
             cfg,
         })
     }
@@ -230,6 +233,47 @@ impl Carrefour {
     }
 }
 
+impl Carrefour {
+    /// Each application's sampling period for the next epoch: the paper's adaptive sampling
+    /// (section 3.3.1), per application, so that one that gains nothing does not pay for
+    /// another's. Not sampled: an application the guard pauses or rests, or one below the
+    /// MAPTU threshold by its counters (with traffic estimated from samples, its samples are
+    /// all there is); the high rate after an epoch with at least `min_actions_for_high_rate`
+    /// pages acted on for it, the low rate otherwise.
+    fn periods(
+        &self,
+        apps: &[metrics::AppMetrics],
+        actions: &[Action],
+        estimated: bool,
+    ) -> Vec<(Pid, Option<u64>)> {
+        let mut acted: rustc_hash::FxHashMap<Pid, u64> = Default::default();
+        for a in actions {
+            let pages = match a {
+                Action::MigratePages { range, .. }
+                | Action::Interleave { range, .. }
+                | Action::Replicate { range, .. } => range.count,
+                _ => 1,
+            };
+            *acted.entry(a.pid()).or_default() += pages;
+        }
+        apps.iter()
+            .map(|a| {
+                let quiet = !estimated && a.maptu < self.cfg.maptu_threshold;
+                let period = if quiet || !self.guard.working(a.pid) {
+                    None
+                } else if acted.get(&a.pid).copied().unwrap_or(0)
+                    >= self.cfg.min_actions_for_high_rate as u64
+                {
+                    Some(self.cfg.sampling_period_high_cycles)
+                } else {
+                    Some(self.cfg.sampling_period_low_cycles)
+                };
+                (a.pid, period)
+            })
+            .collect()
+    }
+}
+
 /// The dense indices of the nodes interleaving may place pages on: those with memory and
 /// CPUs. A CPU-less node (CXL memory) is a slower tier, remote to every thread: balancing the
 /// controllers' access counts onto it trades a queue for a longer trip on every access, which
@@ -295,6 +339,7 @@ impl Policy for Carrefour {
     fn sampling(&self) -> SamplingRequest {
         SamplingRequest {
             period_cycles: self.period,
+            by_process: self.by_process.clone(),
             ..SamplingRequest::NONE
         }
     }
@@ -355,7 +400,9 @@ impl Policy for Carrefour {
         .filter(|_| apps.is_empty() || apps.iter().any(|a| self.guard.working(a.pid)));
         self.last_global = Some(global);
         self.last_decisions = decisions;
-        actions::merged(moves, replications)
+        let actions = actions::merged(moves, replications);
+        self.by_process = self.periods(&apps, &actions, estimated);
+        actions
     }
 }
 

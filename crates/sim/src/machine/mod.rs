@@ -413,6 +413,6 @@ impl Machine for SimMachine {
     }
 
     fn set_sampling(&mut self, request: &SamplingRequest) {
-        self.sampling = *request;
+        self.sampling = request.clone();
     }
 }

@@ -213,7 +213,8 @@ impl SimMachine {
         self.totals.latency_ns_sum += misses * lat;
         self.totals.accesses += misses;
         self.account_traffic(t, h, misses, w);
-        if let Some(period) = self.sampling.period_cycles.filter(|&p| p > 0) {
+        let pid = self.apps[self.threads[t].app].pid;
+        if let Some(period) = self.sampling.period_of(pid) {
             self.take_samples(t, busy * f, period as f64, lat * f);
         }
     }

@@ -14,6 +14,7 @@ fn quiet_application_is_left_alone_and_not_sampled() {
     assert!(c.decide(&topo(), &obs).is_empty());
     assert!(!c.last_decisions()[0].enabled);
     assert_eq!(c.sampling().period_cycles, None);
+    assert_eq!(c.sampling().by_process, vec![(PID, None)]);
 }
 
 #[test]
@@ -87,6 +88,7 @@ fn sampling_slows_down_after_a_quiet_epoch_and_speeds_up_again() {
     });
     c.decide(&topo(), &quiet);
     assert_eq!(c.sampling().period_cycles, Some(260_000));
+    assert_eq!(c.sampling().by_process, vec![(PID, Some(260_000))]);
     let busy: Vec<Sample> = (0..10)
         .flat_map(|i| [sample(page(i), 2, 0, false), sample(page(i), 2, 0, false)])
         .collect();
@@ -98,6 +100,36 @@ fn sampling_slows_down_after_a_quiet_epoch_and_speeds_up_again() {
         }),
     );
     assert_eq!(c.sampling().period_cycles, Some(65_000));
+    assert_eq!(c.sampling().by_process, vec![(PID, Some(65_000))]);
+}
+
+#[test]
+fn work_that_leaves_the_program_no_faster_is_rested_unsampled() {
+    // With the payoff guard (the default): the program's instructions per cycle never change,
+    // whatever Carrefour does, and it keeps finding pages to co-locate.
+    let mut c = Carrefour::new(CarrefourConfig::default()).unwrap();
+    let mut log = Vec::new();
+    for epoch in 0..12 {
+        let fresh: Vec<Sample> = (0..20)
+            .map(|i| page(epoch * 100 + i))
+            .flat_map(|p| [sample(p, 2, 0, false), sample(p, 2, 0, false)])
+            .collect();
+        let mut obs = observe(Epoch {
+            samples: fresh,
+            ..Epoch::default()
+        });
+        obs.epoch = epoch;
+        let acted = !c.decide(&topo(), &obs).is_empty();
+        log.push((acted, c.sampling().period_of(PID).is_some()));
+    }
+    // Two epochs of work (sampled, acting); a pause of three (its first epoch takes the moves
+    // of the last epoch of work); it left the program no faster than while working: a rest of
+    // four; then work again.
+    let acted: Vec<bool> = log.iter().map(|l| l.0).collect();
+    let sampled: Vec<bool> = log.iter().map(|l| l.1).collect();
+    let (t, f) = (true, false);
+    assert_eq!(acted, [t, t, f, f, f, f, f, f, f, t, t, f]);
+    assert_eq!(sampled, [t, f, f, f, f, f, f, f, t, t, f, f]);
 }
 
 #[test]
