@@ -1,5 +1,5 @@
 //! Carrefour's global decisions, per application (Figure 4): whether Carrefour runs for it and
-//! which of its mechanisms it may use this epoch; and how fast to sample next (section 3.3.1).
+//! which of its mechanisms it may use this epoch.
 
 use super::config::{CarrefourConfig, Technique};
 use crate::metrics::AppMetrics;
@@ -12,8 +12,6 @@ pub struct AppDecision {
     pub pid: Pid,
     /// Carrefour works for it: the paper's test passed and the payoff guard lets it.
     pub enabled: bool,
-    /// The payoff guard rests it: working for it did not pay ([`crate::guard`]).
-    pub resting: bool,
     pub replication: bool,
     pub interleaving: bool,
     pub co_location: bool,
@@ -34,8 +32,7 @@ pub(super) fn decide(
     let min_free = cfg.min_free_fraction(nodes);
     let mut decisions = Vec::with_capacity(apps.len());
     for a in apps {
-        let resting = !working(a.pid);
-        let enabled = !resting
+        let enabled = working(a.pid)
             && if estimated {
                 a.samples >= cfg.min_samples_when_estimated
             } else {
@@ -52,7 +49,6 @@ pub(super) fn decide(
         decisions.push(AppDecision {
             pid: a.pid,
             enabled,
-            resting,
             replication: enabled
                 && cfg.has(Technique::Replication)
                 && global.free_fraction >= min_free
@@ -65,29 +61,4 @@ pub(super) fn decide(
         });
     }
     decisions
-}
-
-/// The sampling period for the next epoch, given this epoch's `decisions`, whether any
-/// application was seen at all (`no_apps` when none was), and the pages `acted` on.
-///
-/// Adaptive sampling (section 3.3.1). Sampling stops while no application is above the
-/// MAPTU threshold, which the counters keep measuring; when the traffic is estimated
-/// from the samples themselves, stopping them would blind Carrefour for good, so it only
-/// slows down.
-pub(super) fn sampling_period(
-    cfg: &CarrefourConfig,
-    decisions: &[AppDecision],
-    no_apps: bool,
-    estimated: bool,
-    acted: usize,
-) -> Option<u64> {
-    let any_enabled = decisions.iter().any(|d| d.enabled);
-    let quiet = !any_enabled && !no_apps;
-    if quiet && !estimated {
-        None
-    } else if !quiet && (acted >= cfg.min_actions_for_high_rate || no_apps) {
-        Some(cfg.sampling_period_high_cycles)
-    } else {
-        Some(cfg.sampling_period_low_cycles)
-    }
 }

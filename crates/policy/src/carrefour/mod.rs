@@ -86,7 +86,6 @@ pub struct PageStats {
 pub struct Carrefour {
     cfg: CarrefourConfig,
     rng: Pcg64Mcg,
-    period: Option<u64>,
     /// Every page's statistics and what is remembered of it (replicated, collapses), in one
     /// table: a sample costs one memory access.
     pages: PageTable,
@@ -126,7 +125,6 @@ impl Carrefour {
         cfg.validate()?;
         Ok(Self {
             rng: Pcg64Mcg::seed_from_u64(cfg.seed),
-            period: Some(cfg.sampling_period_high_cycles),
             pages: PageTable::default(),
             faulted: FxHashSet::default(),
             replication: Replication::default(),
@@ -338,7 +336,9 @@ impl Policy for Carrefour {
 
     fn sampling(&self) -> SamplingRequest {
         SamplingRequest {
-            period_cycles: self.period,
+            // A process not seen yet is worked for, from the high rate (section 3.3.1); each
+            // one seen has its own.
+            period_cycles: Some(self.cfg.sampling_period_high_cycles),
             by_process: self.by_process.clone(),
             ..SamplingRequest::NONE
         }
@@ -384,20 +384,12 @@ impl Policy for Carrefour {
             n,
         );
         let moves = self.decide_pages(topology, &decisions, &odds);
-        let (replications, replicated) = self.replication.replicate(
+        let replications = self.replication.replicate(
             &decisions,
             &replication::thread_nodes(obs),
             &mut self.pages,
             &self.cfg,
         );
-        self.period = global::sampling_period(
-            &self.cfg,
-            &decisions,
-            apps.is_empty(),
-            estimated,
-            moves.len() + replicated,
-        )
-        .filter(|_| apps.is_empty() || apps.iter().any(|a| self.guard.working(a.pid)));
         self.last_global = Some(global);
         self.last_decisions = decisions;
         let actions = actions::merged(moves, replications);

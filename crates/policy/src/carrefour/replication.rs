@@ -42,8 +42,8 @@ impl Replication {
         self.pending.entry(key.0).or_default().insert(key);
     }
 
-    /// The replications of this epoch, and how many pages they replicate; `thread_nodes` are
-    /// the nodes running each process's threads (where replicas go).
+    /// The replications of this epoch; `thread_nodes` are the nodes running each process's
+    /// threads (where replicas go).
     ///
     /// Replication, once enough pages are marked (section 3.3.2): each process's pages in
     /// (page size, address) order, contiguous ones merged into one action.
@@ -53,9 +53,8 @@ impl Replication {
         thread_nodes: &HashMap<Pid, Vec<NodeId>>,
         pages: &mut PageTable,
         cfg: &CarrefourConfig,
-    ) -> (Vec<Action>, usize) {
+    ) -> Vec<Action> {
         let mut actions: Vec<Action> = Vec::new();
-        let mut replicated = 0;
         let pids: Vec<Pid> = self.pending.keys().copied().collect();
         for pid in pids {
             let still_allowed = decisions.iter().any(|d| d.pid == pid && d.replication);
@@ -83,7 +82,6 @@ impl Replication {
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
-            replicated += keys.len();
             self.made.entry(pid).or_default().0 += keys.len() as u64;
             for key in &keys {
                 if let Some(i) = pages.entry_for(key) {
@@ -93,7 +91,7 @@ impl Replication {
             actions.extend(replications(keys, &nodes));
         }
         self.bound(cfg.max_tracked_pages);
-        (actions, replicated)
+        actions
     }
 
     /// Bounds the pending lists to the tracking capacity.

@@ -13,8 +13,9 @@ fn quiet_application_is_left_alone_and_not_sampled() {
     });
     assert!(c.decide(&topo(), &obs).is_empty());
     assert!(!c.last_decisions()[0].enabled);
-    assert_eq!(c.sampling().period_cycles, None);
-    assert_eq!(c.sampling().by_process, vec![(PID, None)]);
+    assert_eq!(c.sampling().period_of(PID), None);
+    // A process not seen yet is sampled, from the high rate.
+    assert_eq!(c.sampling().period_of(Pid(PID.0 + 1)), Some(65_000));
 }
 
 #[test]
@@ -34,7 +35,7 @@ fn a_quiet_epoch_does_not_stop_sampling_when_traffic_is_estimated_from_samples()
     }];
     assert!(c.decide(&topo(), &obs).is_empty());
     assert!(!c.last_decisions()[0].enabled);
-    assert_eq!(c.sampling().period_cycles, Some(260_000));
+    assert_eq!(c.sampling().period_of(PID), Some(260_000));
 }
 
 #[test]
@@ -87,7 +88,6 @@ fn sampling_slows_down_after_a_quiet_epoch_and_speeds_up_again() {
         ..Epoch::default()
     });
     c.decide(&topo(), &quiet);
-    assert_eq!(c.sampling().period_cycles, Some(260_000));
     assert_eq!(c.sampling().by_process, vec![(PID, Some(260_000))]);
     let busy: Vec<Sample> = (0..10)
         .flat_map(|i| [sample(page(i), 2, 0, false), sample(page(i), 2, 0, false)])
@@ -99,7 +99,6 @@ fn sampling_slows_down_after_a_quiet_epoch_and_speeds_up_again() {
             ..Epoch::default()
         }),
     );
-    assert_eq!(c.sampling().period_cycles, Some(65_000));
     assert_eq!(c.sampling().by_process, vec![(PID, Some(65_000))]);
 }
 

@@ -84,42 +84,39 @@ fn a_collapse_over_a_range_forgets_the_replica_of_every_page_in_it() {
         ..paper()
     })
     .unwrap();
+    let again = replicate_then_collapse(&mut c, shared_reads(0..500), range(100, 300));
+    assert_eq!(again, replicated_everywhere(100, 300));
+}
+
+/// Has `c` replicate pages 0-499 (checked), then decides on an epoch with `samples` in which
+/// the backend reports `collapsed` collapsed.
+fn replicate_then_collapse(
+    c: &mut Carrefour,
+    samples: Vec<Sample>,
+    collapsed: PageRange,
+) -> Vec<Action> {
     let obs = observe(Epoch {
         samples: shared_reads(0..500),
         ..Epoch::default()
     });
     assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(0, 500));
     let mut obs = observe(Epoch {
-        samples: shared_reads(0..500),
+        samples,
         collapses: vec![Collapse {
-            page: range(100, 300),
+            page: collapsed,
             count: 1,
         }],
         ..Epoch::default()
     });
     obs.epoch = 1;
-    assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(100, 300));
+    c.decide(&topo(), &obs)
 }
 
 #[test]
 fn an_application_whose_replicas_mostly_collapse_stops_replicating() {
     let mut c = carrefour();
-    let obs = observe(Epoch {
-        samples: shared_reads(0..500),
-        ..Epoch::default()
-    });
-    assert_eq!(c.decide(&topo(), &obs), replicated_everywhere(0, 500));
     // 250 of its 500 replicas collapse: its writes reach the pages it reads.
-    let mut obs = observe(Epoch {
-        samples: shared_reads(0..1000),
-        collapses: vec![Collapse {
-            page: range(0, 250),
-            count: 1,
-        }],
-        ..Epoch::default()
-    });
-    obs.epoch = 1;
-    let actions = c.decide(&topo(), &obs);
+    let actions = replicate_then_collapse(&mut c, shared_reads(0..1000), range(0, 250));
     assert!(!c.last_decisions()[0].replication);
     assert!(
         actions
