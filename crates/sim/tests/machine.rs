@@ -308,6 +308,10 @@ fn replication_costs_memory_and_collapses_on_writes() {
         1024,
         "one copy per page again"
     );
+    // Each page collapsed onto its writer's node (the four threads are on four nodes), not
+    // back onto the first node, where the main thread first touched them all.
+    let per_node = m.pages_per_node();
+    assert!(per_node.iter().all(|&p| p > 100), "{per_node:?}");
 }
 
 #[test]

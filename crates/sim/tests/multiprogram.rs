@@ -279,3 +279,36 @@ fn n_mass_refuses_more_processes_than_cores_with_the_papers_words() {
     .to_string();
     assert!(err.contains("spatial multiplexing, not temporal"), "{err}");
 }
+
+#[test]
+fn a_program_spread_over_every_node_runs_alone_as_placed() {
+    // cg has a thread on every core of the machine: it has no home node to run alone on,
+    // no remote run, and its solo run is its first-touch run.
+    let m = MachineSpec::from_preset(&presets::machine("opteron-8385").unwrap()).unwrap();
+    let s = presets::workload("cg").unwrap();
+    let solo = multiprogram::solo_runs(
+        &m,
+        &s,
+        &SimConfig::default(),
+        &EngineConfig::default(),
+        true,
+    )
+    .unwrap();
+    let a = &solo.apps[0];
+    assert_eq!(a.remote_s, None);
+    let mut ft = rondpoint_policy::by_name("first-touch").unwrap();
+    let r = experiment::run(
+        &m,
+        &s,
+        ft.as_mut(),
+        &SimConfig::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert!(
+        (a.local_s - r.completion_s).abs() < 1e-6 * r.completion_s,
+        "{a:?} {}",
+        r.completion_s
+    );
+}

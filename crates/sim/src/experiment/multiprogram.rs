@@ -6,7 +6,7 @@
 //! for the policies that take per-program profiles (N-MASS's `inputs.profile`).
 
 use super::result::{AppSlowdown, ExperimentError, Multiprogram, RunResult, TIME_LIMIT_S};
-use crate::machine::{SimConfig, SimMachine};
+use crate::machine::{SimConfig, SimMachine, cores_of, thread_count};
 use crate::scenario::{AppSpec, Scenario, ThreadPlacement};
 use crate::spec::MachineSpec;
 use rondpoint_engine::{EngineConfig, VirtualClock};
@@ -43,12 +43,24 @@ pub struct Solo {
 }
 
 /// Whether an application has one home node: all but one placed over several nodes by its
-/// scenario ([Dashti13 §4.3]: each on two nodes), by its threads or its memory, which runs
-/// alone as it is placed.
-fn has_home(app: &AppSpec) -> bool {
+/// scenario, by its threads (spread or filled over the CPU nodes, or dealt over a list of them:
+/// [Dashti13 §4.3] runs each program on two nodes) or its memory, which runs alone as it is
+/// placed.
+fn has_home(machine: &MachineSpec, app: &AppSpec) -> bool {
     let several = |v: &[u16]| v.len() > 1;
-    !(app.membind.as_deref().is_some_and(several)
-        || matches!(&app.placement, ThreadPlacement::Nodes(v) if several(v)))
+    let threads = thread_count(machine, app);
+    let cpu_nodes: Vec<usize> = (0..machine.nodes())
+        .filter(|&n| cores_of(machine, n) > 0)
+        .collect();
+    let placed_over_nodes = match &app.placement {
+        ThreadPlacement::Spread => threads > 1 && cpu_nodes.len() > 1,
+        ThreadPlacement::Fill => cpu_nodes
+            .first()
+            .is_some_and(|&n| threads > cores_of(machine, n)),
+        ThreadPlacement::Nodes(v) => threads > 1 && several(v),
+        ThreadPlacement::Node(_) => false,
+    };
+    !(placed_over_nodes || app.membind.as_deref().is_some_and(several))
 }
 
 /// An application's home: the one node its memory is bound to, else the node its placement
@@ -75,7 +87,7 @@ pub fn solo_runs(
     for app in &scenario.apps {
         let home = home_of(app);
         let (local_s, mpki) = alone(machine, scenario, app, home, home, sim, engine)?;
-        let remote = remote && has_home(app);
+        let remote = remote && has_home(machine, app);
         let remote_s = match remote.then(|| nearest_other(machine, home)).flatten() {
             Some(r) => Some(alone(machine, scenario, app, r, home, sim, engine)?.0),
             None => None,
@@ -113,7 +125,7 @@ fn alone(
     engine: &EngineConfig,
 ) -> Result<(f64, f64), ExperimentError> {
     let mut a = app.clone();
-    if has_home(app) {
+    if has_home(machine, app) {
         a.placement = ThreadPlacement::Node(on);
         a.membind = Some(vec![home]);
     }

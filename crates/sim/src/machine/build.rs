@@ -149,6 +149,23 @@ impl Thread {
     }
 }
 
+/// The cores of `node`.
+pub(crate) fn cores_of(spec: &MachineSpec, node: usize) -> usize {
+    spec.cores.iter().filter(|c| c.node == node).count()
+}
+
+/// How many threads `a` has on `spec` ("node-cores": the cores of the first node with CPUs).
+pub(crate) fn thread_count(spec: &MachineSpec, a: &AppSpec) -> usize {
+    match &a.threads {
+        ThreadCount::Count(c) => *c as usize,
+        ThreadCount::Named(NamedCount::AllCores) => spec.cores.len(),
+        ThreadCount::Named(NamedCount::NodeCores) => {
+            let first = spec.cores.iter().map(|c| c.node).min();
+            first.map_or(0, |node| cores_of(spec, node))
+        }
+    }
+}
+
 /// Creates the threads of app `ai` on free cores its placement allows (marking them `used`),
 /// appends them to `threads`, and returns their indices.
 fn place_threads(
@@ -160,12 +177,7 @@ fn place_threads(
     threads: &mut Vec<Thread>,
 ) -> Result<Vec<usize>, Invalid> {
     let n = spec.nodes();
-    let cores_per_node = |node: usize| spec.cores.iter().filter(|c| c.node == node).count();
-    let count = match &a.threads {
-        ThreadCount::Count(c) => *c as usize,
-        ThreadCount::Named(NamedCount::AllCores) => spec.cores.len(),
-        ThreadCount::Named(NamedCount::NodeCores) => cores_per_node(cpu_nodes[0]),
-    };
+    let count = thread_count(spec, a);
     if count == 0 {
         return Err(Invalid(format!("app '{}' has no threads", a.name)));
     }

@@ -17,6 +17,7 @@ mod access;
 mod actions;
 mod alloc;
 mod build;
+pub(crate) use build::{cores_of, thread_count};
 mod moves;
 mod observe;
 mod probe;

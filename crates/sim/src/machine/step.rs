@@ -292,18 +292,28 @@ impl SimMachine {
 
     /// A write to a replicated page collapses it ([Dashti13 §4.4]): each
     /// replicated page of a written region collapses with the probability that at least one of
-    /// the step's writes hit it.
+    /// the step's writes hit it, onto the writer's node (§3.3.2: the faulting node keeps the
+    /// page writable, the others lose theirs), the writer drawn among the app's threads by
+    /// their misses.
     fn collapse_written_replicas(&mut self, dt: f64) {
         for ai in 0..self.apps.len() {
-            let app_misses: f64 = self.apps[ai]
+            // Each thread's node and misses this step.
+            let writers: Vec<(usize, f64)> = self.apps[ai]
                 .threads
                 .iter()
-                .map(|&t| self.threads[t].llc_pressure * dt)
-                .sum();
+                .map(|&t| {
+                    let th = &self.threads[t];
+                    (self.spec.cores[th.core].node, th.llc_pressure * dt)
+                })
+                .collect();
+            let app_misses: f64 = writers.iter().map(|w| w.1).sum();
             for ri in 0..self.apps[ai].regions.len() {
                 let wr = self.apps[ai].models[ri].write_ratio;
+                if wr <= 0.0 {
+                    continue;
+                }
                 let pages = self.apps[ai].regions[ri].replicated_pages();
-                if wr <= 0.0 || pages.is_empty() {
+                if pages.is_empty() {
                     continue;
                 }
                 let writes = app_misses * self.apps[ai].models[ri].share * wr;
@@ -315,7 +325,11 @@ impl SimMachine {
                     let hits = writes * region.weight(p) / total / region.blocks() as f64;
                     if self.rng.random::<f64>() < 1.0 - (-hits).exp() {
                         let mask = region.replica_mask(p).unwrap_or(1);
-                        let keep = mask_nodes(mask).next().unwrap_or(0);
+                        let writer = pick_weighted(&writers, self.rng.random::<f64>());
+                        let keep = writer
+                            .filter(|&n| mask & (1u64 << n) != 0)
+                            .or_else(|| mask_nodes(mask).next())
+                            .unwrap_or(0);
                         let bytes = region.page_size.bytes() as f64;
                         let (addr, size) = (region.page_addr(p), region.page_size);
                         self.apps[ai].regions[ri].collapse(p, keep);
@@ -338,4 +352,21 @@ impl SimMachine {
             }
         }
     }
+}
+
+/// The node of the entry of `weighted` (node, weight) that `u` (0 to 1) falls on, in
+/// proportion to the weights; none when every weight is zero.
+fn pick_weighted(weighted: &[(usize, f64)], u: f64) -> Option<usize> {
+    let total: f64 = weighted.iter().map(|w| w.1).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let mut left = u * total;
+    for &(node, w) in weighted {
+        if left < w {
+            return Some(node);
+        }
+        left -= w;
+    }
+    weighted.iter().rev().find(|w| w.1 > 0.0).map(|w| w.0)
 }
