@@ -39,6 +39,7 @@ use rondpoint_model::{
 };
 use rondpoint_policy_api::bounds::{Bounds, FRACTION, ParamBounds, TRACKED_PAGES, check_config};
 use serde::{Deserialize, Serialize};
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// `[autonuma]` parameters. Out-of-range values are clamped when the policy is built.
@@ -105,8 +106,8 @@ pub struct AutoNuma {
     local_faults: u64,
     remote_faults: u64,
     /// Last node that faulted on each page: newer and older generation.
-    last_node: HashMap<PageKey, NodeId>,
-    older_last_node: HashMap<PageKey, NodeId>,
+    last_node: FxHashMap<PageKey, NodeId>,
+    older_last_node: FxHashMap<PageKey, NodeId>,
     /// Decayed hinting faults of each thread by node holding the page (dense node index).
     thread_faults: BTreeMap<(Pid, Tid), Vec<f64>>,
 }
@@ -140,8 +141,8 @@ impl AutoNuma {
             last_adapt_ns: None,
             local_faults: 0,
             remote_faults: 0,
-            last_node: HashMap::new(),
-            older_last_node: HashMap::new(),
+            last_node: FxHashMap::default(),
+            older_last_node: FxHashMap::default(),
             thread_faults: BTreeMap::new(),
         }
     }
@@ -266,7 +267,7 @@ impl AutoNuma {
 }
 
 /// One `MigratePages` per run of adjacent pages going to the same node, in a stable order.
-fn migrations(planned: BTreeMap<PageKey, (Option<NodeId>, NodeId)>) -> Vec<Action> {
+fn migrations(planned: FxHashMap<PageKey, (Option<NodeId>, NodeId)>) -> Vec<Action> {
     let mut pages: Vec<(Pid, PageSize, NodeId, u64)> = planned
         .into_iter()
         .filter(|(_, (from, to))| *from != Some(*to))
@@ -322,7 +323,7 @@ impl Policy for AutoNuma {
             }
         }
         // Page -> (node it was on, node it goes to) for this epoch's migrations.
-        let mut planned: BTreeMap<PageKey, (Option<NodeId>, NodeId)> = BTreeMap::new();
+        let mut planned: FxHashMap<PageKey, (Option<NodeId>, NodeId)> = FxHashMap::default();
         let processes: HashMap<Pid, &ProcessInfo> =
             observation.processes.iter().map(|p| (p.pid, p)).collect();
         for s in &observation.samples {

@@ -8,7 +8,7 @@
 //! the weights of its pages there. A thread's access mix is then a weighted sum of block masses.
 
 use rondpoint_model::PageSize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Page not yet allocated.
 pub const UNALLOCATED: u8 = u8::MAX;
@@ -43,7 +43,7 @@ pub struct Region {
     /// Per block: replica mask -> mass.
     replica_mass: Vec<BTreeMap<u64, f64>>,
     /// Page -> replica mask.
-    replicas: HashMap<u32, u64>,
+    replicas: BTreeMap<u32, u64>,
     /// Allocated mass per block.
     total: Vec<f64>,
     /// Pages per node (replicated pages count on every node holding a copy).
@@ -76,7 +76,7 @@ impl Region {
             nodes,
             mass: vec![0.0; blocks * nodes],
             replica_mass: vec![BTreeMap::new(); blocks],
-            replicas: HashMap::new(),
+            replicas: BTreeMap::new(),
             total: vec![0.0; blocks],
             pages_on: vec![0; nodes],
         }
@@ -252,9 +252,7 @@ impl Region {
 
     /// Replicated pages, in page order.
     pub(crate) fn replicated_pages(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self.replicas.keys().map(|&p| p as usize).collect();
-        v.sort_unstable();
-        v
+        self.replicas.keys().map(|&p| p as usize).collect()
     }
 
     /// Mass of a block on each node (non-replicated pages).
