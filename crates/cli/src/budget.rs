@@ -61,13 +61,13 @@ pub fn human(secs: f64) -> String {
 pub struct Estimate {
     /// Wall seconds the whole command should take, the simulator alone.
     pub wall_s: f64,
-    /// The workload that weighs most: its name, pace and runs.
+    /// The workload that weighs most: its name and machine's, its pace and runs.
     heaviest: Option<(String, Pace, usize)>,
 }
 
 impl Estimate {
-    /// Adds `runs` runs of `workload` at `pace`.
-    pub fn add(&mut self, workload: &str, pace: Pace, runs: usize) {
+    /// Adds `runs` runs of `workload` on `machine` at `pace`.
+    pub fn add(&mut self, machine: &str, workload: &str, pace: Pace, runs: usize) {
         let wall = pace.wall_s() * runs as f64;
         self.wall_s += wall;
         let heavier = self
@@ -75,14 +75,14 @@ impl Estimate {
             .as_ref()
             .is_none_or(|(_, p, n)| p.wall_s() * (*n as f64) < wall);
         if heavier {
-            self.heaviest = Some((workload.to_string(), pace, runs));
+            self.heaviest = Some((format!("{workload} on {machine}"), pace, runs));
         }
     }
 }
 
 impl Budget {
     /// Refuses `estimate` when it exceeds the budget, saying what weighs and what to do.
-    pub fn check(&self, estimate: &Estimate, machine: &str) -> anyhow::Result<()> {
+    pub fn check(&self, estimate: &Estimate) -> anyhow::Result<()> {
         let Some(limit) = self.0 else {
             return Ok(());
         };
@@ -91,7 +91,7 @@ impl Budget {
         }
         let why = match &estimate.heaviest {
             Some((workload, pace, runs)) => format!(
-                "{workload} on {machine} should last about {:.0} simulated s{}, which the \
+                "{workload} should last about {:.0} simulated s{}, which the \
                  simulator alone runs at {:.2} s of wall time per simulated second, in {runs} \
                  run{}",
                 pace.simulated_s,
@@ -203,6 +203,7 @@ mod tests {
         };
         let mut e = Estimate::default();
         e.add(
+            "m",
             "small",
             Pace {
                 simulated_s: 1.0,
@@ -210,15 +211,15 @@ mod tests {
             },
             1,
         );
-        e.add("big", pace, 3);
+        e.add("m", "big", pace, 3);
         let hour = Budget(Some(Duration::from_secs(3600)));
-        let err = hour.check(&e, "m").unwrap_err().to_string();
+        let err = hour.check(&e).unwrap_err().to_string();
         assert!(err.contains("about 3.0 h"), "{err}");
         assert!(err.contains("big on m should last about 3600 simulated s (the time limit)"));
         assert!(err.contains("--budget 4h"), "{err}");
         let day = Budget(Some(Duration::from_secs(86_400)));
-        assert!(day.check(&e, "m").is_ok());
-        assert!(Budget(None).check(&e, "m").is_ok());
+        assert!(day.check(&e).is_ok());
+        assert!(Budget(None).check(&e).is_ok());
     }
 
     #[test]

@@ -54,6 +54,14 @@ enum Command {
     /// in the Carrefour paper's tables. Machines and workloads are presets (see --list) or TOML
     /// files (docs/scenario-format.md).
     Sim(commands::sim::SimArgs),
+    /// Run every policy on every workload and machine in the simulator, and check that none is
+    /// much slower than first-touch.
+    ///
+    /// The policies' regression suite: each run's speedup over the baseline (first-touch), each
+    /// policy's geometric mean and worst case per machine, and the runs more than
+    /// --max-slowdown percent slower than the baseline (the do-no-harm bound). With --check,
+    /// exits with status 1 when a named policy breaks it. Runs go on --jobs threads.
+    Matrix(commands::matrix::MatrixArgs),
     /// Run a workload in the simulator under a policy and save every epoch's observations (and
     /// the policy's actions) to a file, for `rondpoint replay`.
     Record(commands::record::RecordArgs),
@@ -91,6 +99,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Topo(args) => commands::topo::run(&args),
         Command::Sim(args) => commands::sim::run(&args),
+        Command::Matrix(args) => commands::matrix::run(&args),
         Command::Record(args) => commands::record::run_record(&args),
         Command::Replay(args) => commands::record::run_replay(&args),
         Command::Run(args) => commands::run::run(&args),

@@ -16,6 +16,15 @@ pub fn epoch_ms() -> clap::builder::RangedU64ValueParser<u64> {
 /// machine's time at a few seconds a run.
 pub const MAX_RUNS: u64 = 10_000;
 
+/// The per-epoch limits of `--max-pages-per-epoch` and `--max-mb-per-epoch` (MB: 2^20 bytes,
+/// for `sim`, `run` and `daemon` alike).
+pub fn rate_limits(pages: Option<u64>, mb: Option<u64>) -> rondpoint_engine::RateLimits {
+    rondpoint_engine::RateLimits {
+        max_pages_per_epoch: pages,
+        max_bytes_per_epoch: mb.map(|mb| mb.saturating_mul(1 << 20)),
+    }
+}
+
 /// What an output may replace: with `--force` any regular file, otherwise only an output of
 /// the same kind (a state file never overwrites a recording, nor /etc/passwd).
 pub fn replace(force: bool, kind: rondpoint_safeio::OutputKind) -> rondpoint_safeio::Replace {

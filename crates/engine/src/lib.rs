@@ -187,7 +187,10 @@ pub struct TechniqueTotals {
     pub skipped: u64,
     pub substituted: u64,
     pub pages_requested: u64,
+    /// Pages that ended where asked, moved or already there.
     pub pages_done: u64,
+    /// Pages placed by the actions (not already where asked): what moving cost.
+    pub pages_moved: u64,
     pub bytes_copied: u64,
     /// Pages that did not end where asked, by reason (the kernel's per-page status, such as
     /// "EBUSY" or "ENOENT", or why a whole action failed).
@@ -229,6 +232,7 @@ impl Accounting {
         }
         t.pages_requested += outcome.pages_requested;
         t.pages_done += outcome.pages_done;
+        t.pages_moved += outcome.pages_moved;
         t.bytes_copied += outcome.bytes_copied;
         for (reason, pages) in &outcome.failures {
             *t.pages_failed_by_reason.entry(reason.clone()).or_default() += pages;
@@ -240,9 +244,22 @@ impl Accounting {
         }
     }
 
-    /// Pages done by one technique.
+    /// Pages done by one technique (moved, or already where asked).
     pub fn pages_done(&self, technique: &str) -> u64 {
         self.by_technique.get(technique).map_or(0, |t| t.pages_done)
+    }
+
+    /// Pages one technique placed (not already where asked).
+    pub fn pages_moved(&self, technique: &str) -> u64 {
+        self.by_technique
+            .get(technique)
+            .map_or(0, |t| t.pages_moved)
+    }
+
+    /// Actions not attempted: over a per-epoch rate limit, for a process that had exited, or
+    /// in a dry run.
+    pub fn actions_skipped(&self) -> u64 {
+        self.by_technique.values().map(|t| t.skipped).sum()
     }
 }
 

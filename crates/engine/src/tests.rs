@@ -2,7 +2,7 @@
 
 use super::*;
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{Capability, Need, NodeId, PageRange, PageSize, Pid};
+use rondpoint_model::{Capability, Need, NodeId, PageCounts, PageRange, PageSize, Pid};
 use rondpoint_policy_api::Refusal;
 use std::convert::Infallible;
 
@@ -70,6 +70,7 @@ impl Machine for Fake {
                 status: OutcomeStatus::Applied,
                 pages_requested: rate::pages_of(a),
                 pages_done: rate::pages_of(a),
+                pages_moved: rate::pages_of(a),
                 bytes_copied: 0,
                 failures: vec![],
                 note: None,
@@ -352,19 +353,36 @@ fn pages_that_failed_are_accounted_by_reason() {
         &action(10),
         &Outcome::for_pages(
             0,
-            10,
-            7,
-            7 * 4096,
+            PageCounts {
+                requested: 10,
+                done: 7,
+                moved: 5,
+                bytes_copied: 5 * 4096,
+            },
             vec![("EBUSY".into(), 2), ("ENOENT".into(), 1)],
         ),
     );
     acc.record(&action(4), &Outcome::failed(1, "move_pages: EPERM"));
     acc.record(
         &action(3),
-        &Outcome::for_pages(2, 3, 1, 4096, vec![("EBUSY".into(), 2)]),
+        &Outcome::for_pages(
+            2,
+            PageCounts {
+                requested: 3,
+                done: 1,
+                moved: 1,
+                bytes_copied: 4096,
+            },
+            vec![("EBUSY".into(), 2)],
+        ),
     );
     let t = &acc.by_technique["migrate"];
     assert_eq!((t.applied, t.partial, t.failed), (0, 2, 1));
+    assert_eq!(
+        (t.pages_done, t.pages_moved),
+        (8, 6),
+        "pages already in place not moved"
+    );
     assert_eq!(
         t.pages_failed_by_reason,
         [("EBUSY", 4), ("ENOENT", 1), ("move_pages: EPERM", 4)]

@@ -10,7 +10,7 @@
 
 use crate::sys::{Errno, NodeMask, Sys};
 use rondpoint_model::{
-    Action, CpuId, NodeId, Outcome, OutcomeStatus, PageRange, Pid, Tid, Topology,
+    Action, CpuId, NodeId, Outcome, OutcomeStatus, PageCounts, PageRange, Pid, Tid, Topology,
 };
 use std::collections::BTreeMap;
 
@@ -114,7 +114,13 @@ pub fn query(sys: &mut dyn Sys, pid: Pid, pages: &[u64]) -> Result<Vec<i32>, Err
 
 fn outcome_from(index: usize, r: &MoveReport, page_bytes: u64) -> Outcome {
     let failures: Vec<(String, u64)> = r.failures.iter().map(|(k, v)| (k.clone(), *v)).collect();
-    Outcome::for_pages(index, r.requested, r.done, r.moved * page_bytes, failures)
+    let counts = PageCounts {
+        requested: r.requested,
+        done: r.done,
+        moved: r.moved,
+        bytes_copied: r.moved * page_bytes,
+    };
+    Outcome::for_pages(index, counts, failures)
 }
 
 fn gone(index: usize, pages: u64, pid: Pid) -> Outcome {

@@ -10,7 +10,7 @@ use crate::actuate::{MoveReport, move_pages_to, query};
 use crate::procfs::NumaMapping;
 use crate::sys::{Errno, Sys};
 use crate::thp::{self, ThpMapping};
-use rondpoint_model::{NodeId, Outcome, PageSize, Pid};
+use rondpoint_model::{NodeId, Outcome, PageCounts, PageSize, Pid};
 use std::collections::BTreeMap;
 
 /// Base pages looked up per move_pages query while searching (a bounded batch keeps a call
@@ -145,7 +145,7 @@ pub(crate) fn move_off(sys: &mut dyn Sys, index: usize, mut plan: NodePagesPlan<
     }
     let found_base: u64 = sizes.iter().map(|s| s.base_pages()).sum::<u64>() + no_room;
     // One move per page size, so that each report converts exactly to base pages.
-    let mut done = 0u64;
+    let (mut done, mut moved) = (0u64, 0u64);
     let mut copied = 0u64;
     let mut failures: BTreeMap<String, u64> = BTreeMap::new();
     for size in [PageSize::Base4K, PageSize::Huge2M] {
@@ -167,6 +167,7 @@ pub(crate) fn move_off(sys: &mut dyn Sys, index: usize, mut plan: NodePagesPlan<
             Err(e) => return Outcome::failed(index, format!("move_pages: {e}")),
         };
         done += report.done * size.base_pages();
+        moved += report.moved * size.base_pages();
         copied += report.moved * size.bytes();
         for (why, n) in report.failures {
             *failures.entry(why).or_default() += n * size.base_pages();
@@ -179,13 +180,13 @@ pub(crate) fn move_off(sys: &mut dyn Sys, index: usize, mut plan: NodePagesPlan<
     if missing > 0 {
         failures.insert(format!("not on {}", plan.from), missing);
     }
-    Outcome::for_pages(
-        index,
-        plan.pages,
+    let counts = PageCounts {
+        requested: plan.pages,
         done,
-        copied,
-        failures.into_iter().collect(),
-    )
+        moved,
+        bytes_copied: copied,
+    };
+    Outcome::for_pages(index, counts, failures.into_iter().collect())
 }
 
 #[cfg(test)]

@@ -162,6 +162,17 @@ pub enum OutcomeStatus {
     Substituted,
 }
 
+/// The page counts of an action's outcome (see [`Outcome`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageCounts {
+    pub requested: u64,
+    /// Ended where asked (moved, or already there).
+    pub done: u64,
+    /// Placed by the action (not already there).
+    pub moved: u64,
+    pub bytes_copied: u64,
+}
+
 /// What a backend did with one action.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Outcome {
@@ -172,6 +183,11 @@ pub struct Outcome {
     pub pages_requested: u64,
     /// Pages that ended where they were asked to be.
     pub pages_done: u64,
+    /// Of those, the pages this action placed: moved, interleaved or replicated from
+    /// elsewhere. A page already where it was asked to be is done but not moved, and costs
+    /// nothing (older recordings lack it: 0).
+    #[serde(default)]
+    pub pages_moved: u64,
     /// Bytes copied to carry it out.
     pub bytes_copied: u64,
     /// Pages that failed, by reason (an errno name such as "EBUSY", or a short phrase).
@@ -188,6 +204,7 @@ impl Outcome {
             status: OutcomeStatus::Applied,
             pages_requested: 0,
             pages_done: 0,
+            pages_moved: 0,
             bytes_copied: 0,
             failures: Vec::new(),
             note: None,
@@ -205,17 +222,11 @@ impl Outcome {
 
     /// A page action's outcome, its status derived from the counts: applied when nothing
     /// failed, failed when nothing was done, partial otherwise.
-    pub fn for_pages(
-        action: usize,
-        pages_requested: u64,
-        pages_done: u64,
-        bytes_copied: u64,
-        failures: Vec<(String, u64)>,
-    ) -> Self {
+    pub fn for_pages(action: usize, counts: PageCounts, failures: Vec<(String, u64)>) -> Self {
         let failed: u64 = failures.iter().map(|f| f.1).sum();
         let status = if failed == 0 {
             OutcomeStatus::Applied
-        } else if pages_done == 0 {
+        } else if counts.done == 0 {
             OutcomeStatus::Failed
         } else {
             OutcomeStatus::Partial
@@ -223,9 +234,10 @@ impl Outcome {
         Self {
             action,
             status,
-            pages_requested,
-            pages_done,
-            bytes_copied,
+            pages_requested: counts.requested,
+            pages_done: counts.done,
+            pages_moved: counts.moved,
+            bytes_copied: counts.bytes_copied,
             failures,
             note: None,
         }
@@ -247,6 +259,7 @@ impl Outcome {
             status: OutcomeStatus::Skipped,
             pages_requested,
             pages_done: 0,
+            pages_moved: 0,
             bytes_copied: 0,
             failures: Vec::new(),
             note: Some(why.into()),
@@ -346,7 +359,13 @@ mod tests {
             } else {
                 vec![]
             };
-            Outcome::for_pages(0, done + failed, done, 0, failures).status
+            let counts = PageCounts {
+                requested: done + failed,
+                done,
+                moved: done,
+                bytes_copied: 0,
+            };
+            Outcome::for_pages(0, counts, failures).status
         };
         assert_eq!(f(4, 0), OutcomeStatus::Applied);
         assert_eq!(f(0, 4), OutcomeStatus::Failed);

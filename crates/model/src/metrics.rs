@@ -4,6 +4,7 @@
 
 use crate::NodeId;
 use crate::observation::{Observation, ProcessInfo};
+use crate::topology::{Link, Topology};
 
 /// Population standard deviation over the mean, in percent (0 when the mean is 0): the
 /// imbalance of [Dashti13 §2].
@@ -73,6 +74,35 @@ pub fn carrying(ids: &[NodeId], served: &[f64], processes: &[ProcessInfo]) -> Ve
         }
     }
     carrying
+}
+
+/// Which link directions (`2i`: `a -> b` of the topology's link `i`, `2i + 1`: `b -> a`) lie on
+/// a route between a node marked in `running` (dense index: runs the workload's threads) and a
+/// node marked in `holding` (holds or serves its memory), either way: requests go one way,
+/// data the other. Interconnect imbalance is measured over these: a link no route in use
+/// crosses (to a CXL node nobody uses, between two sockets a local run never crosses) would
+/// count as an idle link, and a run that never leaves its nodes would look imbalanced.
+pub fn links_in_use(topology: &Topology, running: &[bool], holding: &[bool]) -> Vec<bool> {
+    let links = &topology.interconnect().links;
+    let mut in_use = vec![false; 2 * links.len()];
+    let ids: Vec<NodeId> = topology.nodes().iter().map(|n| n.id).collect();
+    let marked = |v: &[bool], i: usize| v.get(i).copied().unwrap_or(false);
+    for (i, &x) in ids.iter().enumerate() {
+        for (j, &y) in ids.iter().enumerate() {
+            let used = (marked(running, i) && marked(holding, j))
+                || (marked(holding, i) && marked(running, j));
+            let Some(route) = topology.route(x, y).filter(|_| used) else {
+                continue;
+            };
+            for hop in route.path.windows(2) {
+                let link = Link::new(hop[0], hop[1]);
+                if let Some(k) = links.iter().position(|l| *l == link) {
+                    in_use[2 * k + usize::from(hop[0] != link.a)] = true;
+                }
+            }
+        }
+    }
+    in_use
 }
 
 /// Machine-wide metrics of one epoch, from the per-node counters.
@@ -185,6 +215,51 @@ mod tests {
             imbalance_over(&[1.0, 3.0], &[false, false]),
             imbalance_pct(&[1.0, 3.0])
         );
+    }
+
+    #[test]
+    fn links_in_use_are_those_on_routes_between_threads_and_memory() {
+        use crate::synthetic::TopologyBuilder;
+        // A ring of four nodes (0-1-2-3-0) and a CPU-less node 4 hanging off node 0.
+        let t = TopologyBuilder::new(5)
+            .memory_only(&[4])
+            .distances(vec![
+                vec![10, 20, 30, 20, 20],
+                vec![20, 10, 20, 30, 30],
+                vec![30, 20, 10, 20, 40],
+                vec![20, 30, 20, 10, 30],
+                vec![20, 30, 40, 30, 10],
+            ])
+            .build()
+            .unwrap();
+        let dirs = |running: &[bool], holding: &[bool]| -> Vec<(u16, u16)> {
+            let links = &t.interconnect().links;
+            links_in_use(&t, running, holding)
+                .iter()
+                .enumerate()
+                .filter(|&(_, &u)| u)
+                .map(|(d, _)| {
+                    let l = links[d / 2];
+                    if d % 2 == 0 {
+                        (l.a.0, l.b.0)
+                    } else {
+                        (l.b.0, l.a.0)
+                    }
+                })
+                .collect()
+        };
+        // Threads and memory on every socket: every ring link both ways, not node 4's.
+        let sockets = [true, true, true, true, false];
+        let used = dirs(&sockets, &sockets);
+        assert_eq!(used.len(), 8, "{used:?}");
+        assert!(used.iter().all(|&(a, b)| a != 4 && b != 4));
+        // Threads on node 1, memory on node 0: only the 0-1 link, both ways.
+        let one = [false, true, false, false, false];
+        let zero = [true, false, false, false, false];
+        assert_eq!(dirs(&one, &zero), vec![(0, 1), (1, 0)]);
+        // Everything on one node: no link, and the imbalance over none is 0.
+        assert!(dirs(&zero, &zero).is_empty());
+        assert_eq!(imbalance_over(&[0.0; 10], &[false; 10]), 0.0);
     }
 
     #[test]

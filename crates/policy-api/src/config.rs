@@ -101,6 +101,11 @@ impl PolicyConfig {
         Some(v)
     }
 
+    /// Every table, as given: one per policy named.
+    pub fn tables(&self) -> &toml::Table {
+        &self.tables
+    }
+
     /// The policies the configuration has a table for.
     pub fn policies(&self) -> impl Iterator<Item = &str> {
         self.tables.keys().map(String::as_str)

@@ -3,6 +3,7 @@
 pub mod calibrate;
 pub mod daemon;
 pub mod list;
+pub mod matrix;
 pub mod migrate;
 pub mod record;
 pub mod run;

@@ -66,8 +66,8 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     let mut machine = SimMachine::new(spec, &scenario, sim)?;
     let pace = machine.probe(TIME_LIMIT_S);
     let mut estimate = Estimate::default();
-    estimate.add(&scenario.name, pace, 1);
-    args.budget.check(&estimate, &machine.spec().name)?;
+    estimate.add(&machine.spec().name, &scenario.name, pace, 1);
+    args.budget.check(&estimate)?;
     let watch = args.budget.watch();
     let replace = crate::options::replace(args.force, rondpoint_safeio::OutputKind::Recording);
     let file =

@@ -13,7 +13,7 @@ use crate::signals::Received;
 use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::{
-    Accounting, EngineConfig, EpochReport, Machine, OnStop, RateLimits, StopSignal, WallClock,
+    Accounting, EngineConfig, EpochReport, Machine, OnStop, StopSignal, WallClock,
 };
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
 use rondpoint_linux::sys::RealSys;
@@ -42,7 +42,7 @@ pub struct LiveOptions {
     /// Most pages the policy may move per epoch.
     #[arg(long, value_name = "PAGES", default_value_t = 65_536)]
     pub max_pages_per_epoch: u64,
-    /// Most megabytes the policy may move per epoch.
+    /// Most megabytes (MiB) the policy may move per epoch.
     #[arg(long, value_name = "MB", default_value_t = 512)]
     pub max_mb_per_epoch: u64,
     /// Read the topology from DIR instead of /sys.
@@ -229,10 +229,10 @@ impl LiveOptions {
             },
             engine: EngineConfig {
                 epoch_ns: self.epoch_ms.saturating_mul(1_000_000),
-                limits: RateLimits {
-                    max_pages_per_epoch: Some(self.max_pages_per_epoch),
-                    max_bytes_per_epoch: Some(self.max_mb_per_epoch.saturating_mul(1 << 20)),
-                },
+                limits: crate::options::rate_limits(
+                    Some(self.max_pages_per_epoch),
+                    Some(self.max_mb_per_epoch),
+                ),
                 dry_run: self.dry_run,
                 ..EngineConfig::default()
             },

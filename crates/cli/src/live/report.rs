@@ -196,7 +196,7 @@ fn actions(out: &mut String, actions: &Accounting) {
             "",
             format_args!(
                 "{t}: {} actions ({} applied, {} partial, {} failed, {} skipped, {} substituted), \
-                 {} pages placed, {} copied",
+                 {} pages placed ({} moved, {} already there), {} copied",
                 totals.actions,
                 totals.applied,
                 totals.partial,
@@ -204,6 +204,8 @@ fn actions(out: &mut String, actions: &Accounting) {
                 totals.skipped,
                 totals.substituted,
                 totals.pages_done,
+                totals.pages_moved,
+                totals.pages_done.saturating_sub(totals.pages_moved),
                 format::bytes(totals.bytes_copied)
             ),
         );
@@ -305,7 +307,8 @@ mod tests {
                 applied: 2,
                 partial: 1,
                 pages_done: 5000,
-                bytes_copied: 5000 * 4096,
+                pages_moved: 4000,
+                bytes_copied: 4000 * 4096,
                 pages_failed_by_reason: [("EBUSY".to_string(), 7), ("ENOENT".to_string(), 2)]
                     .into(),
                 ..TechniqueTotals::default()
@@ -373,9 +376,9 @@ mod tests {
            1234   samples (1200 drained during epochs, 3 lost, sampler throttled 1 times), from IBS
                   estimated, not counted: cycles; DRAM traffic
                   not measured: instructions, LLC misses
-                  interleave: 3 actions (2 applied, 1 partial, 0 failed, 0 skipped, 0 substituted), 5000 pages placed, 19.5 MiB copied
+                  interleave: 3 actions (2 applied, 1 partial, 0 failed, 0 skipped, 0 substituted), 5000 pages placed (4000 moved, 1000 already there), 15.6 MiB copied
                   interleave: pages not placed: 7 EBUSY, 2 ENOENT
-                  migrate: 1 actions (0 applied, 0 partial, 1 failed, 4 skipped, 2 substituted), 0 pages placed, 0 B copied
+                  migrate: 1 actions (0 applied, 0 partial, 1 failed, 4 skipped, 2 substituted), 0 pages placed (0 moved, 0 already there), 0 B copied
                   approximated: carrefour: for controller imbalance (node-traffic): from samples
 
    placement            node0          node1          node2          node3

@@ -11,7 +11,7 @@
 //! order of the node each process gets. For 8 processes on 2 processors, where the paper says
 //! nothing, this is C(8,4) = 70 splits, all run (ours: with a core per process every split is
 //! 4 + 4, and nothing makes one likelier than another). More than `max_splits` splits are
-//! sampled: `max_splits` balanced splits drawn with a fixed seed (ours).
+//! sampled: `max_splits` balanced splits drawn at random with `seed` (ours).
 
 use super::plan;
 use super::view::Managed;
@@ -35,6 +35,9 @@ pub struct CfsAverageConfig {
     /// Most splits run and averaged (splits). Default 100: chosen, above the 70 of the
     /// paper's largest (8-process) workloads; beyond it, that many drawn at random.
     pub max_splits: usize,
+    /// Seed of the draw of splits beyond `max_splits` (`rondpoint sim --seed` sets it unless
+    /// given). Default 1.
+    pub seed: u64,
 }
 
 impl Default for CfsAverageConfig {
@@ -42,6 +45,7 @@ impl Default for CfsAverageConfig {
         Self {
             split: None,
             max_splits: 100,
+            seed: 1,
         }
     }
 }
@@ -139,11 +143,11 @@ fn deal(
     }
 }
 
-/// `count` balanced splits drawn at random with a fixed seed: the processes shuffled and dealt
+/// `count` balanced splits drawn at random with `seed`: the processes shuffled and dealt
 /// round-robin, the node order rotated so that each node may take the extra ones.
-fn drawn_splits(topology: &Topology, n: usize, count: usize) -> Vec<Vec<usize>> {
+fn drawn_splits(topology: &Topology, n: usize, count: usize, seed: u64) -> Vec<Vec<usize>> {
     let nodes: Vec<usize> = cpu_nodes(topology).into_iter().map(|x| x.0).collect();
-    let mut rng = Pcg64Mcg::seed_from_u64(0x4d616a6f);
+    let mut rng = Pcg64Mcg::seed_from_u64(seed);
     (0..count)
         .map(|k| {
             let mut order: Vec<usize> = (0..n).collect();
@@ -159,13 +163,13 @@ fn drawn_splits(topology: &Topology, n: usize, count: usize) -> Vec<Vec<usize>> 
 
 impl CfsAverage {
     /// The splits this policy averages over for `n` processes.
-    fn splits(&self, topology: &Topology, n: usize) -> Vec<Vec<usize>> {
+    pub(crate) fn splits(&self, topology: &Topology, n: usize) -> Vec<Vec<usize>> {
         let max = self.config.max_splits;
         let all = balanced_splits(topology, n, max);
         if all.len() <= max {
             all
         } else {
-            drawn_splits(topology, n, max)
+            drawn_splits(topology, n, max, self.config.seed)
         }
     }
 }
@@ -213,4 +217,7 @@ impl Policy for CfsAverage {
 
 /// The range of cfs-average's parameter ([`CfsAverageConfig`]): each split is a whole
 /// simulated run.
-pub const CFS_BOUNDS: &[ParamBounds] = &[("max_splits", Bounds::new(1.0, 10_000.0, "runs"))];
+pub const CFS_BOUNDS: &[ParamBounds] = &[
+    ("max_splits", Bounds::new(1.0, 10_000.0, "runs")),
+    ("seed", rondpoint_policy_api::bounds::SEED),
+];

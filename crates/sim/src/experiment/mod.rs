@@ -10,12 +10,14 @@
 //!   accesses;
 //! - IPC: instructions over busy cycles, all threads together.
 
+pub mod matrix;
 pub mod multiprogram;
 mod result;
 pub mod summary;
 
 pub use result::{
-    AppResult, AppSlowdown, ExperimentError, Multiprogram, RunResult, TIME_LIMIT_S, imbalance_pct,
+    AppResult, AppSlowdown, ExperimentError, LinkLoad, Multiprogram, NodeLoad, RunResult,
+    TIME_LIMIT_S, imbalance_pct,
 };
 
 use crate::machine::{Pace, SimConfig, SimMachine};
@@ -24,7 +26,7 @@ use crate::scenario::Scenario;
 use crate::spec::MachineSpec;
 use multiprogram::Solo;
 use rondpoint_engine::{EngineConfig, EngineError, VirtualClock};
-use rondpoint_model::{Pid, ProcessInfo};
+use rondpoint_model::{NodeId, Pid, ProcessInfo};
 use rondpoint_policy_api::{Policy, PolicyError};
 
 /// Before the machine is built (a scenario with more threads than cores cannot be): the
@@ -115,7 +117,9 @@ pub fn run(
         })
         .collect();
     let completion_s = apps.iter().map(|a| a.completion_s).fold(0.0, f64::max);
-    let per_dir: Vec<f64> = t.link_bytes.clone();
+    let running: Vec<bool> = t.accesses_by_source.iter().map(|&a| a > 0.0).collect();
+    let on_routes = rondpoint_model::metrics::links_in_use(&machine.topology, &running, &carrying);
+    let (mc_load, link_load) = loads(machine, t, completion_s, &carrying, &on_routes);
     Ok(RunResult {
         machine: machine.name.clone(),
         workload: scenario.name.clone(),
@@ -134,17 +138,20 @@ pub fn run(
             1.0
         },
         mc_imbalance: rondpoint_model::metrics::imbalance_over(&t.mc_accesses, &carrying),
-        ic_imbalance: imbalance_pct(&per_dir),
+        ic_imbalance: rondpoint_model::metrics::imbalance_over(&t.link_bytes, &on_routes),
+        mc_load,
+        link_load,
         ipc: if t.busy_ns > 0.0 {
             t.instructions / (t.busy_ns * f)
         } else {
             0.0
         },
-        pages_migrated: acct.pages_done("migrate")
-            + acct.pages_done("move-application")
-            + acct.pages_done("move-node-pages"),
-        pages_interleaved: acct.pages_done("interleave") + t.alloc_interleaved_pages,
-        pages_replicated: acct.pages_done("replicate"),
+        pages_migrated: acct.pages_moved("migrate")
+            + acct.pages_moved("move-application")
+            + acct.pages_moved("move-node-pages"),
+        pages_interleaved: acct.pages_moved("interleave") + t.alloc_interleaved_pages,
+        pages_replicated: acct.pages_moved("replicate"),
+        actions_skipped: acct.actions_skipped(),
         overhead_pct: if t.busy_ns > 0.0 {
             100.0 * t.overhead_ns / t.busy_ns
         } else {
@@ -157,6 +164,47 @@ pub fn run(
         multiprogram: None,
         notes: acct.notes,
     })
+}
+
+/// Each controller's and each link direction's load over a run of `completion_s` simulated
+/// seconds, marked as counted in the imbalances (`carrying` controllers, links `on_routes`).
+fn loads(
+    machine: &MachineSpec,
+    t: &crate::machine::Totals,
+    completion_s: f64,
+    carrying: &[bool],
+    on_routes: &[bool],
+) -> (Vec<NodeLoad>, Vec<LinkLoad>) {
+    let ns = (completion_s * 1e9).max(1.0);
+    let ids: Vec<NodeId> = machine.topology.nodes().iter().map(|n| n.id).collect();
+    let id = |i: usize| ids.get(i).copied().unwrap_or(NodeId(0));
+    let per = |bytes: f64, bw: f64| (bytes / ns, if bw > 0.0 { bytes / ns / bw } else { 0.0 });
+    let mc = (0..machine.nodes())
+        .map(|i| {
+            let (gbps, utilisation) = per(t.mc_bytes[i], machine.mc_bw[i]);
+            NodeLoad {
+                node: id(i),
+                gbps,
+                utilisation,
+                counted: carrying.get(i).copied().unwrap_or(false),
+            }
+        })
+        .collect();
+    let links = (0..machine.directed_links())
+        .map(|d| {
+            let (a, b) = machine.links[d / 2];
+            let (from, to) = if d % 2 == 0 { (a, b) } else { (b, a) };
+            let (gbps, utilisation) = per(t.link_bytes[d], machine.link_bw[d / 2]);
+            LinkLoad {
+                from: id(from),
+                to: id(to),
+                gbps,
+                utilisation,
+                counted: on_routes.get(d).copied().unwrap_or(false),
+            }
+        })
+        .collect();
+    (mc, links)
 }
 
 /// Each node of `machine` with its size and the fallback order of `m`.
@@ -228,10 +276,14 @@ fn mean_of(runs: &[RunResult]) -> RunResult {
         lar: avg(&|r| r.lar),
         mc_imbalance: avg(&|r| r.mc_imbalance),
         ic_imbalance: avg(&|r| r.ic_imbalance),
+        // Loads, like memory over time, are the first placement's.
+        mc_load: first.mc_load.clone(),
+        link_load: first.link_load.clone(),
         ipc: avg(&|r| r.ipc),
         pages_migrated: count(&|r| r.pages_migrated),
         pages_interleaved: count(&|r| r.pages_interleaved),
         pages_replicated: count(&|r| r.pages_replicated),
+        actions_skipped: count(&|r| r.actions_skipped),
         overhead_pct: avg(&|r| r.overhead_pct),
         samples: count(&|r| r.samples),
         collapses: count(&|r| r.collapses),

@@ -4,6 +4,7 @@
 use crate::machine::SimError;
 use crate::memory::MemoryReport;
 use rondpoint_engine::EngineError;
+use rondpoint_model::NodeId;
 use rondpoint_policy_api::PolicyError;
 use serde::Serialize;
 use thiserror::Error;
@@ -41,15 +42,23 @@ pub struct RunResult {
     pub lar: f64,
     /// Memory-controller imbalance (percent).
     pub mc_imbalance: f64,
-    /// Interconnect imbalance (percent).
+    /// Interconnect imbalance (percent), over the link directions on routes in use.
     pub ic_imbalance: f64,
+    /// Each memory controller's load over the run.
+    pub mc_load: Vec<NodeLoad>,
+    /// Each link direction's load over the run.
+    pub link_load: Vec<LinkLoad>,
     pub ipc: f64,
-    /// 4 KiB-equivalent pages moved by migrations.
+    /// 4 KiB-equivalent pages moved by migrations (a page asked onto the node it is on is
+    /// not counted).
     pub pages_migrated: u64,
     /// 4 KiB-equivalent pages interleaved (by actions, or placed by an interleaving policy).
     pub pages_interleaved: u64,
     /// 4 KiB-equivalent pages replicated.
     pub pages_replicated: u64,
+    /// Actions not attempted because they were over a per-epoch rate limit
+    /// (`--max-pages-per-epoch`, `--max-mb-per-epoch`).
+    pub actions_skipped: u64,
     /// Time threads spent on mechanisms (samples, migrations, collapses, refills), as a
     /// percentage of their busy time.
     pub overhead_pct: f64,
@@ -69,6 +78,33 @@ pub struct RunResult {
     /// What the policy said about itself (a no-op and why, an approximation).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// A memory controller's load, averaged over a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeLoad {
+    pub node: NodeId,
+    /// GB/s: a line per access, and one more per write-back.
+    pub gbps: f64,
+    /// That over the controller's bandwidth.
+    pub utilisation: f64,
+    /// Whether it counts in `mc_imbalance` (it served the run, ran its threads or held its
+    /// memory).
+    pub counted: bool,
+}
+
+/// A link direction's load, averaged over a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkLoad {
+    pub from: NodeId,
+    pub to: NodeId,
+    /// GB/s: requests, data and headers.
+    pub gbps: f64,
+    /// That over the direction's bandwidth.
+    pub utilisation: f64,
+    /// Whether it counts in `ic_imbalance` (it lies on a route between a node that ran the
+    /// run's threads and one that served or held its memory).
+    pub counted: bool,
 }
 
 /// One application's completion, and where its memory was at the end of the run.

@@ -3,7 +3,9 @@
 
 use super::SimMachine;
 use crate::placement::{REPLICATED, UNALLOCATED, mask_nodes};
-use rondpoint_model::{Action, MemPolicy, NodeId, NodeList, Outcome, PageRange, PageSize, Pid};
+use rondpoint_model::{
+    Action, MemPolicy, NodeId, NodeList, Outcome, PageCounts, PageRange, PageSize, Pid,
+};
 
 impl SimMachine {
     pub(super) fn apply_one(&mut self, index: usize, action: &Action) -> Outcome {
@@ -70,7 +72,7 @@ impl SimMachine {
                 None => return Outcome::failed(index, format!("{id} does not exist")),
             }
         }
-        let mut done = 0;
+        let (mut done, mut moved) = (0, 0);
         let mut copied = 0;
         let mut nomem = 0;
         for addr in range.page_starts() {
@@ -91,15 +93,17 @@ impl SimMachine {
                 continue;
             }
             let src = mask_nodes(have).next().unwrap_or(0);
-            for x in self.apps[ai].regions[ri].replicate(page, mask) {
+            let copies = self.apps[ai].regions[ri].replicate(page, mask);
+            moved += u64::from(!copies.is_empty());
+            for x in copies {
                 self.free[x] -= bytes as f64;
                 self.queue_copy(src, x, bytes as f64);
                 copied += bytes;
             }
             done += 1;
         }
-        if copied > 0 {
-            self.charge_app(ai, done as f64 * self.spec.costs.migrate_page_ns);
+        if moved > 0 {
+            self.charge_app(ai, moved as f64 * self.spec.costs.migrate_page_ns);
             self.mark_app_dirty(ai);
         }
         let failures = if nomem > 0 {
@@ -107,7 +111,13 @@ impl SimMachine {
         } else {
             vec![]
         };
-        Outcome::for_pages(index, range.count, done, copied, failures)
+        let counts = PageCounts {
+            requested: range.count,
+            done,
+            moved,
+            bytes_copied: copied,
+        };
+        Outcome::for_pages(index, counts, failures)
     }
 
     /// The region holding `addr`, and the page index in it.
@@ -132,7 +142,7 @@ impl SimMachine {
         let Some(ai) = self.app_of(range.pid) else {
             return no_process(index, range.count, range.pid);
         };
-        let mut done = 0;
+        let (mut done, mut moved) = (0, 0);
         let mut copied = 0u64;
         let mut failures: Vec<(String, u64)> = Vec::new();
         let mut fail = |why: &str| {
@@ -165,6 +175,7 @@ impl SimMachine {
                     fixed_ns += self.move_page(ai, ri, page, usize::from(from), to);
                     copied += bytes;
                     done += 1;
+                    moved += 1;
                 }
             }
         }
@@ -172,7 +183,13 @@ impl SimMachine {
             self.charge_app(ai, fixed_ns);
             self.mark_app_dirty(ai);
         }
-        Outcome::for_pages(index, range.count, done, copied, failures)
+        let counts = PageCounts {
+            requested: range.count,
+            done,
+            moved,
+            bytes_copied: copied,
+        };
+        Outcome::for_pages(index, counts, failures)
     }
 
     /// Moves page `page` of region `ri` of app `ai` from node `from` to node `to`, which the
@@ -258,7 +275,13 @@ impl SimMachine {
         } else {
             Vec::new()
         };
-        let mut o = Outcome::for_pages(index, pages, moved, copied, failures);
+        let counts = PageCounts {
+            requested: pages,
+            done: moved,
+            moved,
+            bytes_copied: copied,
+        };
+        let mut o = Outcome::for_pages(index, counts, failures);
         if !out_of_room && moved < pages {
             o.note = Some(format!("only {moved} pages of {pid} were on {from}"));
         }

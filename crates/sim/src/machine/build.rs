@@ -75,6 +75,8 @@ impl SimMachine {
             copy_bytes: vec![0.0; resources],
             totals: Totals {
                 mc_accesses: vec![0.0; n],
+                mc_bytes: vec![0.0; n],
+                accesses_by_source: vec![0.0; n],
                 link_bytes: vec![0.0; spec.directed_links()],
                 ..Totals::default()
             },

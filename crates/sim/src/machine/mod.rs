@@ -167,6 +167,11 @@ struct Thread {
 pub struct Totals {
     /// DRAM accesses served per node.
     pub mc_accesses: Vec<f64>,
+    /// Bytes each node's controller moved for them: a line per access, and one more for each
+    /// write-back.
+    pub mc_bytes: Vec<f64>,
+    /// DRAM accesses made by the threads of each node.
+    pub accesses_by_source: Vec<f64>,
     /// Bytes per directed link.
     pub link_bytes: Vec<f64>,
     pub local_accesses: f64,

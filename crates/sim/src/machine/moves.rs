@@ -256,6 +256,7 @@ impl SimMachine {
             let o = self.move_range(index, &r, &|_| to);
             outcome.pages_requested += o.pages_requested * r.page_size.base_pages();
             outcome.pages_done += o.pages_done * r.page_size.base_pages();
+            outcome.pages_moved += o.pages_moved * r.page_size.base_pages();
             outcome.bytes_copied += o.bytes_copied;
             outcome.failures.extend(o.failures);
         }

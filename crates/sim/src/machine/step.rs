@@ -225,9 +225,11 @@ impl SimMachine {
         let n = self.spec.nodes();
         let mix = &self.threads[t].mix;
         self.totals.local_accesses += misses * mix[h];
+        self.totals.accesses_by_source[h] += misses;
         for d in 0..n {
             let acc = misses * mix[d];
             self.totals.mc_accesses[d] += acc;
+            self.totals.mc_bytes[d] += acc * LINE * (1.0 + w);
             self.e_mc_by_source[d * n + h] += acc;
             self.e_mc_writes[d] += acc * w;
             for (l, bytes) in route(&self.spec, d, h, w) {

@@ -264,6 +264,7 @@ fn replication_outcome(status: OutcomeStatus, done: u64) -> Outcome {
         status,
         pages_requested: 500,
         pages_done: done,
+        pages_moved: done,
         bytes_copied: 0,
         failures: Vec::new(),
         note: None,

@@ -78,12 +78,28 @@ fn a_selected_split_is_pinned_and_none_selected_pins_nothing() {
 }
 
 #[test]
-fn beyond_max_splits_a_fixed_draw_of_balanced_splits() {
+fn beyond_max_splits_a_seeded_draw_of_balanced_splits() {
     let t = TopologyBuilder::new(2).cores_per_llc(8).build().unwrap();
-    let d = CfsAverage::new(CfsAverageConfig {
-        split: None,
-        max_splits: 10,
-    })
-    .unwrap();
+    let with_seed = |seed: u64| {
+        CfsAverage::new(CfsAverageConfig {
+            split: None,
+            max_splits: 10,
+            seed,
+        })
+        .unwrap()
+    };
+    let d = with_seed(1);
     assert_eq!(d.variants(&t, 12), 10);
+    let drawn = d.splits(&t, 12);
+    assert!(
+        drawn
+            .iter()
+            .all(|s| s.iter().filter(|&&n| n == 0).count() == 6)
+    );
+    assert_eq!(drawn, with_seed(1).splits(&t, 12), "same seed, same draw");
+    assert_ne!(
+        drawn,
+        with_seed(2).splits(&t, 12),
+        "the seed reaches the draw"
+    );
 }

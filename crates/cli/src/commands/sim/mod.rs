@@ -1,0 +1,257 @@
+//! `rondpoint sim`: run policies on simulated machines, side by side.
+
+pub mod plan;
+mod render;
+
+use crate::budget::{Budget, Estimate, human};
+use crate::options::{MAX_RUNS, PolicyOptions};
+use crate::status::Input;
+use anyhow::{Context, Result};
+use clap::Args;
+use plan::{Plan, Progress, Settings};
+pub use render::{render_memory, render_notes, render_summary, render_table};
+use rondpoint_sim::experiment::summary::{self, Summary};
+use rondpoint_sim::experiment::{self, RunResult};
+use rondpoint_sim::presets;
+use serde::Serialize;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Version of the `sim --json` schema (docs/json/sim.md).
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Machine preset name, or a preset file (.toml). `--list` shows the built-in ones.
+    #[arg(
+        long,
+        short = 'm',
+        value_name = "MACHINE",
+        required_unless_present = "list"
+    )]
+    machine: Option<String>,
+
+    /// Workload preset names or scenario files, comma-separated; each is run separately.
+    #[arg(
+        long,
+        short = 'w',
+        value_name = "W[,W...]",
+        value_delimiter = ',',
+        required_unless_present = "list"
+    )]
+    workload: Vec<String>,
+
+    /// Policies to compare, comma-separated, or "all" (`rondpoint list policies` shows them).
+    #[arg(
+        long,
+        short = 'p',
+        value_name = "P[,P...]",
+        value_delimiter = ',',
+        default_value = "first-touch,interleave"
+    )]
+    policy: Vec<String>,
+
+    /// Seed of every random choice of a run: the simulator's, and those of each policy with a
+    /// `seed` parameter that --config and --set leave unset. The same seed gives the same
+    /// results.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+
+    /// Run every workload under every policy N times, with seeds SEED, SEED+1, ..., and print
+    /// each application's mean completion time and its standard deviation over the runs (the
+    /// JSON adds a `summary`). At most 10,000, and 10,000 runs in all (seeds x policies x
+    /// workloads).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_RUNS))]
+    seeds: Option<u64>,
+
+    #[command(flatten)]
+    policy_options: PolicyOptions,
+
+    /// Policy epoch (simulated milliseconds, 1 to 3,600,000).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = crate::options::epoch_ms())]
+    epoch_ms: u64,
+
+    /// Most pages (4 KiB or 2 MiB) a policy may move, interleave or replicate per epoch; the
+    /// rest of its actions are skipped and counted.
+    #[arg(long, value_name = "PAGES")]
+    max_pages_per_epoch: Option<u64>,
+
+    /// Most megabytes (MiB) a policy may move, interleave or replicate per epoch.
+    #[arg(long, value_name = "MB")]
+    max_mb_per_epoch: Option<u64>,
+
+    /// Home each application's memory on a node, one digit per application in order
+    /// ("0001": the first three on node 0, the fourth on node 1), as \[Majo11\]'s allocation
+    /// maps do; overrides the workloads' own `membind`.
+    #[arg(long, value_name = "MAP")]
+    allocation_map: Option<String>,
+
+    /// Carry out two adjacent pins that exchange two threads' cores together. Without it, the
+    /// simulator runs one thread per core and a pin onto a busy core fails, so a policy that
+    /// exchanges processes on a machine with every core busy (N-MASS on 8 processes and 8
+    /// cores) cannot.
+    #[arg(long)]
+    exchange_pins: bool,
+
+    /// Print JSON (schema in docs/json/sim.md) instead of a table.
+    #[arg(long)]
+    json: bool,
+
+    /// After the table, each run's memory per node: size, fallback order, peak and final use,
+    /// and each application's share at the end (the JSON always has it, over time).
+    #[arg(long)]
+    memory: bool,
+
+    /// No progress lines on stderr.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+
+    /// Longest wall time the command may take: 90s, 20m, 2h, 3d, or "none". Before anything
+    /// runs, the simulator's pace is measured on each workload's first steps, and a command
+    /// expected to take longer is refused with its estimate; a run still going when the budget
+    /// is spent (policies add their own time to the simulator's) stops with an error.
+    #[arg(long, value_name = "TIME", default_value = "1h", value_parser = crate::budget::parse)]
+    budget: Budget,
+
+    /// List the built-in machines, workloads and policies, and exit.
+    #[arg(long)]
+    list: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct SimReport<'a> {
+    schema_version: u32,
+    /// The options that shaped every run (each run's seed is in the run).
+    options: RunOptions<'a>,
+    runs: Vec<RunResult>,
+    /// With `--seeds`: each application's completion time over the seeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<Vec<Summary>>,
+}
+
+fn list() -> Result<()> {
+    outln!("machines:  {}", names(presets::MACHINES));
+    outln!("workloads: {}", names(presets::WORKLOADS));
+    let registry = crate::policies::registry();
+    outln!(
+        "policies:  {}",
+        registry.names().collect::<Vec<_>>().join(", ")
+    );
+    Ok(())
+}
+
+fn names(table: &[(&str, &str)]) -> String {
+    table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
+
+/// The options of a command that shaped its runs, besides machine, workload, policy and seed.
+#[derive(Debug, Serialize)]
+pub struct RunOptions<'a> {
+    pub epoch_ms: u64,
+    pub max_pages_per_epoch: Option<u64>,
+    pub max_mb_per_epoch: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocation_map: Option<&'a str>,
+    pub exchange_pins: bool,
+    /// Policy parameters given with --config and --set, one table per policy (the rest are
+    /// the defaults `rondpoint list policies --params` prints).
+    pub parameters: &'a toml::Table,
+}
+
+pub fn run(args: &SimArgs) -> Result<ExitCode> {
+    if args.list {
+        list()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(machine) = &args.machine else {
+        bad_input!("--machine is required");
+    };
+    let config = args.policy_options.config()?;
+    let settings = Settings {
+        machine,
+        workloads: &args.workload,
+        policies: &args.policy,
+        config: &config,
+        seeds: seeds(args)?,
+        epoch_ms: args.epoch_ms,
+        limits: crate::options::rate_limits(args.max_pages_per_epoch, args.max_mb_per_epoch),
+        allocation_map: args.allocation_map.as_deref(),
+        exchange_pins: args.exchange_pins,
+    };
+    let plan = Plan::new(&settings, Arc::new(args.budget.watch()))?;
+    check_budget(&[&plan], &args.budget, !args.quiet)?;
+    let progress = Progress {
+        on: !args.quiet,
+        live: !args.quiet && std::io::stderr().is_terminal(),
+        started: Arc::default(),
+        total: plan.runs(),
+    };
+    let mut results = Vec::new();
+    for scenario in &plan.scenarios {
+        plan.run_scenario(scenario, &progress, &mut results)?;
+    }
+    experiment::fill_speedups(&mut results);
+    let summary = args.seeds.map(|_| summary::summarize(&results));
+    if args.json {
+        let report = SimReport {
+            schema_version: SCHEMA_VERSION,
+            options: RunOptions {
+                epoch_ms: args.epoch_ms,
+                max_pages_per_epoch: args.max_pages_per_epoch,
+                max_mb_per_epoch: args.max_mb_per_epoch,
+                allocation_map: args.allocation_map.as_deref(),
+                exchange_pins: args.exchange_pins,
+                parameters: config.tables(),
+            },
+            runs: results,
+            summary,
+        };
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match &summary {
+        Some(s) => out!("{}{}", render_summary(s), render_notes(&results)),
+        None => out!("{}", render_table(&results)),
+    }
+    if args.memory {
+        for r in &results {
+            out!("\n{}", render_memory(r));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The seeds of the runs: `--seed`, or `--seeds N` of them from it.
+fn seeds(args: &SimArgs) -> Result<Vec<u64>> {
+    match args.seeds {
+        None => Ok(vec![args.seed]),
+        Some(0) => bad_input!("--seeds must be at least 1"),
+        Some(n) => (0..n)
+            .map(|k| {
+                args.seed
+                    .checked_add(k)
+                    .context("--seed plus --seeds passes the largest seed")
+                    .input()
+            })
+            .collect(),
+    }
+}
+
+/// Refuses `plans` if they should take longer than `budget`, from each workload's pace on
+/// its first steps; says how long they should take when that is over a minute.
+pub fn check_budget(plans: &[&Plan], budget: &Budget, progress: bool) -> Result<()> {
+    let mut estimate = Estimate::default();
+    for plan in plans {
+        plan.estimate(&mut estimate);
+    }
+    budget.check(&estimate)?;
+    if progress && estimate.wall_s > 60.0 {
+        noteln!(
+            "rondpoint: about {} of wall time expected for the simulator (policies add \
+             their own)",
+            human(estimate.wall_s)
+        );
+    }
+    Ok(())
+}
