@@ -432,3 +432,56 @@ fn oaas_policies_say_what_they_cannot_do() {
         "random cannot run here: 3 applications for 2 CPU nodes",
     ));
 }
+
+#[test]
+fn json_records_the_options_and_the_actions_a_rate_limit_skipped() {
+    let out = stdout(&[
+        "sim",
+        "-q",
+        "--json",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "streamcluster",
+        "-p",
+        "carrefour",
+        "--max-pages-per-epoch",
+        "64",
+        "--set",
+        "carrefour.guard.enabled=false",
+    ]);
+    let j: Value = serde_json::from_str(&out).unwrap();
+    let o = &j["options"];
+    assert_eq!(o["epoch_ms"], 1000);
+    assert_eq!(o["max_pages_per_epoch"], 64);
+    assert!(o["max_mb_per_epoch"].is_null());
+    assert_eq!(o["parameters"]["carrefour"]["guard"]["enabled"], false);
+    let run = &j["runs"][0];
+    assert!(run["actions_skipped"].as_u64().unwrap() > 0, "{run}");
+    // Loads: one per controller, two per link; every link direction of machine A's square
+    // is on a route in use, and none is over its bandwidth on average.
+    assert_eq!(run["mc_load"].as_array().unwrap().len(), 4);
+    let links = run["link_load"].as_array().unwrap();
+    assert_eq!(links.len(), 8);
+    for l in links {
+        assert_eq!(l["counted"], true, "{l}");
+        let u = l["utilisation"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&u), "{l}");
+    }
+    let table = stdout(&[
+        "sim",
+        "-q",
+        "-m",
+        "opteron-8385",
+        "-w",
+        "streamcluster",
+        "-p",
+        "carrefour",
+        "--max-pages-per-epoch",
+        "64",
+    ]);
+    assert!(
+        table.contains("actions skipped over the per-epoch rate limit"),
+        "{table}"
+    );
+}

@@ -38,8 +38,8 @@ use rondpoint_model::{
     ProcessInfo, SampleSource, SamplingRequest, ThreadInfo, Tid, Topology,
 };
 use rondpoint_policy_api::bounds::{Bounds, FRACTION, ParamBounds, TRACKED_PAGES, check_config};
-use serde::{Deserialize, Serialize};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// `[autonuma]` parameters. Out-of-range values are clamped when the policy is built.

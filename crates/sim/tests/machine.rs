@@ -209,16 +209,18 @@ fn migrate_interleave_and_their_outcomes() {
         }])
         .unwrap();
     assert_eq!(out[0].status, OutcomeStatus::Applied);
-    assert_eq!(out[0].pages_done, 2048);
+    assert_eq!((out[0].pages_done, out[0].pages_moved), (2048, 2048));
     assert_eq!(out[0].bytes_copied, 8 << 20);
     assert_eq!(m.pages_per_node(), vec![0, 0, 2048, 0]);
+    // Interleaving them over the four nodes leaves a quarter where they are: done, not moved.
     let out = m
         .apply(&[Action::Interleave {
             range,
             nodes: (0..4).map(NodeId).collect(),
         }])
         .unwrap();
-    assert_eq!(out[0].pages_done, 2048);
+    assert_eq!((out[0].pages_done, out[0].pages_moved), (2048, 1536));
+    assert_eq!(out[0].bytes_copied, 1536 * 4096);
     assert_eq!(m.pages_per_node(), vec![512; 4]);
     // A range past the region fails page by page with EFAULT; an unknown process is skipped.
     let outside = PageRange::new(Pid(1000), base + (8 << 20), 4, PageSize::Base4K).unwrap();
