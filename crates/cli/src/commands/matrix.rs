@@ -364,7 +364,10 @@ fn render_violations(m: &Matrix, checked: &[String]) -> String {
         .map(|v| {
             vec![
                 v.machine.clone(),
-                v.workload.clone(),
+                match &v.application {
+                    Some(a) => format!("{} ({a})", v.workload),
+                    None => v.workload.clone(),
+                },
                 v.policy.clone(),
                 format!("{:.3}", v.speedup),
                 format!("{:.1}%", v.slower_pct),

@@ -1,7 +1,9 @@
 //! The policy matrix (`rondpoint matrix`): every policy on every workload and machine, each
 //! run's speedup over a baseline policy, and the runs that break the do-no-harm bound (more
 //! than a given percentage slower than the baseline; [Dashti13 §5] has Carrefour never more
-//! than 4% slower than Linux).
+//! than 4% slower than Linux). In a workload of several applications each application is
+//! judged too, against its own completion under the baseline (§4.3: Carrefour beats Linux for
+//! every application).
 //!
 //! This module only analyses results; running them is the caller's.
 
@@ -22,6 +24,23 @@ pub struct Cell {
     /// Why the policy refused this machine or workload.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+    /// For a workload of several applications, each one's speedup: its completion time under
+    /// the baseline over its completion time here ([Dashti13 §4.3] judges each application).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<(String, f64)>,
+}
+
+impl Cell {
+    /// The speedup the do-no-harm bound judges: the workload's, or the slowest
+    /// application's when that is lower, with that application's name.
+    pub fn judged(&self) -> Option<(f64, Option<&str>)> {
+        let whole = self.speedup?;
+        let app = self.apps.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+        Some(match app {
+            Some((name, s)) if *s < whole => (*s, Some(name.as_str())),
+            _ => (whole, None),
+        })
+    }
 }
 
 /// A run that broke the do-no-harm bound.
@@ -30,6 +49,10 @@ pub struct Violation {
     pub machine: String,
     pub workload: String,
     pub policy: String,
+    /// The application that broke it, in a workload of several, when it is one of them
+    /// rather than the workload as a whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub application: Option<String>,
     pub speedup: f64,
     /// How much slower than the baseline (percent).
     pub slower_pct: f64,
@@ -114,19 +137,23 @@ impl Matrix {
         for m in &machines {
             for w in &workloads {
                 let base = match find(m, w, baseline) {
-                    Some(Ok(r)) => Some(r.completion_s),
+                    Some(Ok(r)) => Some(r),
                     _ => None,
                 };
                 for p in &policies {
                     let Some(o) = find(m, w, p) else { continue };
-                    let completion_s = o.as_ref().ok().map(|r| r.completion_s);
+                    let run = o.as_ref().ok();
+                    let completion_s = run.map(|r| r.completion_s);
                     cells.push(Cell {
                         machine: m.clone(),
                         workload: w.clone(),
                         policy: p.clone(),
                         completion_s,
-                        speedup: base.zip(completion_s).map(|(b, c)| b / c),
+                        speedup: base.zip(completion_s).map(|(b, c)| b.completion_s / c),
                         refused: o.as_ref().err().map(|e| e.why.clone()),
+                        apps: base
+                            .zip(run)
+                            .map_or_else(Vec::new, |(b, r)| app_speedups(b, r)),
                     });
                 }
             }
@@ -134,12 +161,13 @@ impl Matrix {
         let violations = cells
             .iter()
             .filter_map(|c| {
-                let s = c.speedup?;
+                let (s, app) = c.judged()?;
                 let slower_pct = 100.0 * (1.0 / s - 1.0);
                 (slower_pct > max_slowdown_pct).then(|| Violation {
                     machine: c.machine.clone(),
                     workload: c.workload.clone(),
                     policy: c.policy.clone(),
+                    application: app.map(str::to_string),
                     speedup: s,
                     slower_pct,
                 })
@@ -185,6 +213,21 @@ impl Matrix {
             .iter()
             .filter(|v| guarded.contains(&v.policy))
     }
+}
+
+/// Each application's speedup in a workload of several (none for one application): its
+/// completion under `base` over its completion in `run`, matched by name.
+fn app_speedups(base: &RunResult, run: &RunResult) -> Vec<(String, f64)> {
+    if run.apps.len() < 2 {
+        return Vec::new();
+    }
+    run.apps
+        .iter()
+        .filter_map(|a| {
+            let b = base.apps.iter().find(|b| b.name == a.name)?;
+            (a.completion_s > 0.0).then(|| (a.name.clone(), b.completion_s / a.completion_s))
+        })
+        .collect()
 }
 
 /// One policy's summary on one machine.

@@ -2,7 +2,11 @@ use super::*;
 use crate::memory::MemoryReport;
 
 fn run(machine: &str, workload: &str, policy: &str, completion_s: f64) -> Outcome {
-    Ok(RunResult {
+    Ok(result(machine, workload, policy, completion_s))
+}
+
+fn result(machine: &str, workload: &str, policy: &str, completion_s: f64) -> RunResult {
+    RunResult {
         machine: machine.into(),
         workload: workload.into(),
         policy: policy.into(),
@@ -27,7 +31,7 @@ fn run(machine: &str, workload: &str, policy: &str, completion_s: f64) -> Outcom
         memory: MemoryReport::new(vec![]),
         multiprogram: None,
         notes: vec![],
-    })
+    }
 }
 
 fn refused(machine: &str, workload: &str, policy: &str) -> Outcome {
@@ -104,4 +108,40 @@ fn without_a_baseline_run_no_speedup_and_no_violation() {
     assert!(m.cells.iter().all(|c| c.speedup.is_none()));
     assert!(m.violations.is_empty());
     assert_eq!(m.summary[1].geomean_speedup, None);
+}
+
+#[test]
+fn each_application_of_a_mix_is_judged_against_its_own_baseline_time() {
+    use crate::experiment::AppResult;
+    let mix = |policy: &str, a: f64, b: f64| {
+        let mut r = result("m", "a+b", policy, a.max(b));
+        r.apps = [("a", a), ("b", b)]
+            .iter()
+            .map(|&(name, completion_s)| AppResult {
+                name: name.into(),
+                completion_s,
+                bytes_by_node: vec![],
+            })
+            .collect();
+        Ok(r)
+    };
+    // The workload as a whole (the last to finish, b) is 20% faster, but a is 10% slower.
+    let outcomes = vec![mix("ft", 10.0, 30.0), mix("cf", 11.0, 25.0)];
+    let m = Matrix::of(&outcomes, "ft", 4.0);
+    let c = m.cell("m", "a+b", "cf").unwrap();
+    assert_eq!(c.speedup, Some(1.2));
+    assert_eq!(
+        c.apps,
+        [("a".to_string(), 10.0 / 11.0), ("b".to_string(), 1.2)]
+    );
+    assert_eq!(m.violations.len(), 1);
+    assert_eq!(m.violations[0].application.as_deref(), Some("a"));
+    assert!((m.violations[0].slower_pct - 10.0).abs() < 1e-9);
+    // One application: judged as a whole, no per-application list.
+    let m = Matrix::of(
+        &[run("m", "w", "ft", 1.0), run("m", "w", "cf", 1.0)],
+        "ft",
+        4.0,
+    );
+    assert!(m.cells.iter().all(|c| c.apps.is_empty()));
 }
