@@ -240,7 +240,7 @@ impl Accounting {
         if outcome.status == OutcomeStatus::Failed && outcome.failures.is_empty() {
             let reason = outcome.note.clone().unwrap_or_else(|| "failed".into());
             *t.pages_failed_by_reason.entry(reason).or_default() +=
-                rate::pages_of(action).max(outcome.pages_requested);
+                action.pages().max(outcome.pages_requested);
         }
     }
 
@@ -345,7 +345,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         }
         let mut actions = admitted;
         for a in refused {
-            let o = Outcome::skipped(actions.len(), rate::pages_of(&a), "rate limit");
+            let o = Outcome::skipped(actions.len(), a.pages(), "rate limit");
             acct.record(&a, &o);
             actions.push(a);
             outcomes.push(o);
@@ -409,7 +409,7 @@ fn dry_run_outcomes(actions: &[Action], why: &str) -> Vec<Outcome> {
     actions
         .iter()
         .enumerate()
-        .map(|(i, a)| Outcome::skipped(i, rate::pages_of(a), why))
+        .map(|(i, a)| Outcome::skipped(i, a.pages(), why))
         .collect()
 }
 

@@ -13,20 +13,6 @@ pub struct RateLimits {
     pub max_bytes_per_epoch: Option<u64>,
 }
 
-/// Pages an action touches (0 for actions that move no memory; a node page move counts the
-/// 4 KiB pages it asks for).
-pub(crate) fn pages_of(a: &Action) -> u64 {
-    match a {
-        Action::MigratePages { range, .. }
-        | Action::Interleave { range, .. }
-        | Action::Replicate { range, .. } => range.count,
-        Action::MoveNodePages { pages, .. } => *pages,
-        Action::PinThread { .. } | Action::MoveApplication { .. } | Action::SetMemPolicy { .. } => {
-            0
-        }
-    }
-}
-
 fn bytes_of(a: &Action) -> u64 {
     match a {
         Action::MigratePages { range, .. }
@@ -46,7 +32,7 @@ impl RateLimits {
         let mut admitted = Vec::with_capacity(actions.len());
         let mut refused = Vec::new();
         for a in actions {
-            let (p, b) = (pages + pages_of(&a), bytes + bytes_of(&a));
+            let (p, b) = (pages + a.pages(), bytes + bytes_of(&a));
             let over = self.max_pages_per_epoch.is_some_and(|m| p > m)
                 || self.max_bytes_per_epoch.is_some_and(|m| b > m);
             if over {

@@ -68,9 +68,9 @@ impl Machine for Fake {
             .map(|(i, a)| Outcome {
                 action: i,
                 status: OutcomeStatus::Applied,
-                pages_requested: rate::pages_of(a),
-                pages_done: rate::pages_of(a),
-                pages_moved: rate::pages_of(a),
+                pages_requested: a.pages(),
+                pages_done: a.pages(),
+                pages_moved: a.pages(),
                 bytes_copied: 0,
                 failures: vec![],
                 note: None,

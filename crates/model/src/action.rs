@@ -131,6 +131,20 @@ impl Action {
         }
     }
 
+    /// Pages the action places (of its range's page size; 4 KiB pages for `MoveNodePages`),
+    /// 0 for one that places threads or sets a policy.
+    pub fn pages(&self) -> u64 {
+        match self {
+            Action::MigratePages { range, .. }
+            | Action::Interleave { range, .. }
+            | Action::Replicate { range, .. } => range.count,
+            Action::MoveNodePages { pages, .. } => *pages,
+            Action::PinThread { .. }
+            | Action::MoveApplication { .. }
+            | Action::SetMemPolicy { .. } => 0,
+        }
+    }
+
     /// A short name for reports ("migrate", "interleave", ...).
     pub fn technique(&self) -> &'static str {
         match self {

@@ -4,7 +4,7 @@
 
 use crate::NodeId;
 use crate::observation::{Observation, ProcessInfo};
-use crate::topology::{Link, Topology};
+use crate::topology::Topology;
 
 /// Population standard deviation over the mean, in percent (0 when the mean is 0): the
 /// imbalance of [Dashti13 §2].
@@ -83,22 +83,19 @@ pub fn carrying(ids: &[NodeId], served: &[f64], processes: &[ProcessInfo]) -> Ve
 /// crosses (to a CXL node nobody uses, between two sockets a local run never crosses) would
 /// count as an idle link, and a run that never leaves its nodes would look imbalanced.
 pub fn links_in_use(topology: &Topology, running: &[bool], holding: &[bool]) -> Vec<bool> {
-    let links = &topology.interconnect().links;
-    let mut in_use = vec![false; 2 * links.len()];
-    let ids: Vec<NodeId> = topology.nodes().iter().map(|n| n.id).collect();
-    let marked = |v: &[bool], i: usize| v.get(i).copied().unwrap_or(false);
-    for (i, &x) in ids.iter().enumerate() {
-        for (j, &y) in ids.iter().enumerate() {
-            let used = (marked(running, i) && marked(holding, j))
-                || (marked(holding, i) && marked(running, j));
-            let Some(route) = topology.route(x, y).filter(|_| used) else {
-                continue;
-            };
-            for hop in route.path.windows(2) {
-                let link = Link::new(hop[0], hop[1]);
-                if let Some(k) = links.iter().position(|l| *l == link) {
-                    in_use[2 * k + usize::from(hop[0] != link.a)] = true;
-                }
+    let interconnect = topology.interconnect();
+    let mut in_use = vec![false; 2 * interconnect.links.len()];
+    let marked = |v: &[bool], node: NodeId| {
+        let i = topology.index_of(node);
+        i.and_then(|i| v.get(i)).copied().unwrap_or(false)
+    };
+    for route in &interconnect.routes {
+        let (x, y) = (route.from, route.to);
+        let used = (marked(running, x) && marked(holding, y))
+            || (marked(holding, x) && marked(running, y));
+        if used {
+            for d in interconnect.directions(route) {
+                in_use[d] = true;
             }
         }
     }

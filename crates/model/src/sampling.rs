@@ -48,6 +48,14 @@ impl SamplingRequest {
         by_process: Vec::new(),
     };
 
+    /// Whether `pid` is listed as not sampled at all (a backend whose samples have no period,
+    /// page faults, closes its events).
+    pub fn left_out(&self, pid: Pid) -> bool {
+        self.by_process
+            .iter()
+            .any(|&(p, period)| p == pid && period.is_none())
+    }
+
     /// The sampling period of `pid`'s threads (`None`: not sampled).
     pub fn period_of(&self, pid: Pid) -> Option<u64> {
         self.by_process
@@ -55,5 +63,29 @@ impl SamplingRequest {
             .find(|(p, _)| *p == pid)
             .map_or(self.period_cycles, |&(_, period)| period)
             .filter(|&p| p > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_listed_has_its_own_period_or_none() {
+        let r = SamplingRequest {
+            period_cycles: Some(65_000),
+            by_process: vec![(Pid(1), None), (Pid(2), Some(260_000))],
+            ..SamplingRequest::NONE
+        };
+        assert_eq!(r.period_of(Pid(1)), None);
+        assert_eq!(r.period_of(Pid(2)), Some(260_000));
+        assert_eq!(r.period_of(Pid(3)), Some(65_000));
+        assert!(r.left_out(Pid(1)));
+        assert!(!r.left_out(Pid(2)) && !r.left_out(Pid(3)));
+        // Not listed, with no machine-wide period: unsampled but not left out (a backend
+        // sampling page faults keeps its events).
+        let faults = SamplingRequest::NONE;
+        assert_eq!(faults.period_of(Pid(3)), None);
+        assert!(!faults.left_out(Pid(3)));
     }
 }

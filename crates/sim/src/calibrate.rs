@@ -123,7 +123,7 @@ pub fn calibrate(
         let instructions = config.seconds * spec.freq_ghz * 1e9 / cpi;
         let t_fast = run(spec, fast, m, instructions, config)?;
         let t_slow = run(spec, slow, m, instructions, config)?;
-        let threads = cores_on(spec, fast.0) as f64;
+        let threads = spec.cores_on(fast.0) as f64;
         let reads = |t: f64| (m > 0.0).then(|| threads * instructions * m / t);
         points.push(CurvePoint {
             mapi: m,
@@ -162,10 +162,6 @@ fn cpi_base(config: &CalibrationConfig, mapi: f64) -> f64 {
     (1.0 - mapi) * config.cpu_cpi + mapi * config.read_cpi
 }
 
-fn cores_on(spec: &MachineSpec, node: usize) -> usize {
-    spec.cores.iter().filter(|c| c.node == node).count()
-}
-
 /// Simulated seconds until every core of `node` has done `instructions` at `mapi`.
 fn run(
     spec: &MachineSpec,
@@ -174,7 +170,7 @@ fn run(
     instructions: f64,
     config: &CalibrationConfig,
 ) -> Result<f64, CalibrationError> {
-    let s = microbenchmark(node.1, cores_on(spec, node.0), mapi, instructions, config);
+    let s = microbenchmark(node.1, spec.cores_on(node.0), mapi, instructions, config);
     let r = experiment::run(
         spec,
         &s,

@@ -74,6 +74,18 @@ impl MachineSpec {
         self.mem_bytes.len()
     }
 
+    /// Cores of node `node` (dense index).
+    pub(crate) fn cores_on(&self, node: usize) -> usize {
+        self.cores.iter().filter(|c| c.node == node).count()
+    }
+
+    /// The nodes with cores (dense indices, in order).
+    pub(crate) fn cpu_nodes(&self) -> Vec<usize> {
+        (0..self.nodes())
+            .filter(|&n| self.cores_on(n) > 0)
+            .collect()
+    }
+
     /// Number of directed links.
     pub(crate) fn directed_links(&self) -> usize {
         self.links.len() * 2
@@ -100,7 +112,7 @@ impl MachineSpec {
             .map(|l| (usize::from(l.a.0), usize::from(l.b.0)))
             .collect();
         let link_bw = link_bandwidths(p, &links).map_err(&bad)?;
-        let path = link_paths(&topology, &links);
+        let path = link_paths(&topology);
         let idle_ns = idle_latency(p, &topology, &per_node).map_err(&bad)?;
         let c = &p.costs;
         Ok(MachineSpec {
@@ -273,18 +285,13 @@ fn link_bandwidths(p: &MachinePreset, links: &[(usize, usize)]) -> Result<Vec<f6
 
 /// `path[s][d]`: the directed links (`2i` is `a -> b`, `2i + 1` is `b -> a`) of the route from
 /// node `s` to node `d`.
-fn link_paths(topology: &Topology, links: &[(usize, usize)]) -> Vec<Vec<Vec<usize>>> {
+fn link_paths(topology: &Topology) -> Vec<Vec<Vec<usize>>> {
     let n = topology.len();
+    let interconnect = topology.interconnect();
     let mut path = vec![vec![Vec::new(); n]; n];
-    for r in &topology.interconnect().routes {
+    for r in &interconnect.routes {
         let (s, d) = (usize::from(r.from.0), usize::from(r.to.0));
-        for w in r.path.windows(2) {
-            let (a, b) = (usize::from(w[0].0), usize::from(w[1].0));
-            let (lo, hi) = (a.min(b), a.max(b));
-            if let Some(i) = links.iter().position(|&l| l == (lo, hi)) {
-                path[s][d].push(if a < b { 2 * i } else { 2 * i + 1 });
-            }
-        }
+        path[s][d] = interconnect.directions(r).collect();
     }
     path
 }

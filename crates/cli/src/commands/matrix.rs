@@ -2,8 +2,7 @@
 //! baseline, with the runs that break the do-no-harm bound: the policies' regression suite.
 
 use crate::budget::Budget;
-use crate::commands::sim::RunOptions;
-use crate::commands::sim::plan::{self, Plan, Progress, Settings};
+use crate::commands::sim::plan::{self, Plan, Progress, RunOptions, Settings};
 use crate::format;
 use crate::options::PolicyOptions;
 use crate::status::Input;
@@ -132,14 +131,7 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode> {
         let report = MatrixReport {
             schema_version: SCHEMA_VERSION,
             seed: args.seed,
-            options: RunOptions {
-                epoch_ms: args.epoch_ms,
-                max_pages_per_epoch: None,
-                max_mb_per_epoch: None,
-                allocation_map: None,
-                exchange_pins: false,
-                parameters: config.tables(),
-            },
+            options: options(args, &config),
             checked: &args.check,
             matrix: &matrix,
         };
@@ -159,6 +151,18 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The options every run of the matrix has.
+fn options<'a>(args: &MatrixArgs, config: &'a PolicyConfig) -> RunOptions<'a> {
+    RunOptions {
+        epoch_ms: args.epoch_ms,
+        max_pages_per_epoch: None,
+        max_mb_per_epoch: None,
+        allocation_map: None,
+        exchange_pins: false,
+        config,
+    }
 }
 
 /// One plan per machine, each with every workload and policy (the baseline first), checked
@@ -187,12 +191,8 @@ fn plans(args: &MatrixArgs, config: &PolicyConfig) -> Result<Vec<Plan>> {
                 machine,
                 workloads: &workloads,
                 policies: &policies,
-                config,
                 seeds: vec![args.seed],
-                epoch_ms: args.epoch_ms,
-                limits: rondpoint_engine::RateLimits::default(),
-                allocation_map: None,
-                exchange_pins: false,
+                options: options(args, config),
             };
             Plan::new(&settings, Arc::clone(&watch))
         })

@@ -236,12 +236,8 @@ impl<S: Sys> LinuxMachine<S> {
         // Processes the policy leaves unsampled lose their events; they are opened again
         // when it samples them again. (Every fault is a sample here: a period of its own
         // does not apply.)
-        let listed = &self.sampling.by_process;
-        let unsampled = |p: &Pid| {
-            listed
-                .iter()
-                .any(|&(q, period)| q == *p && period.is_none())
-        };
+        let request = &self.sampling;
+        let unsampled = |p: &Pid| request.left_out(*p);
         sampler.close_processes(&mut self.sys, unsampled);
         sampler.sampled_in.retain(|p, _| !unsampled(p));
         for &pid in &self.managed {

@@ -64,6 +64,19 @@ pub struct Interconnect {
     pub routes: Vec<Route>,
 }
 
+impl Interconnect {
+    /// The link directions `route` crosses, in order: `2i` for link `i` (of `links`) crossed
+    /// from its `a` end to its `b` end, `2i + 1` the other way. Traffic per direction is
+    /// numbered so in the counters and the simulator.
+    pub fn directions<'a>(&'a self, route: &'a Route) -> impl Iterator<Item = usize> + 'a {
+        route.path.windows(2).filter_map(|hop| {
+            let link = Link::new(hop[0], hop[1]);
+            let i = self.links.binary_search(&link).ok()?;
+            Some(2 * i + usize::from(hop[0] != link.a))
+        })
+    }
+}
+
 /// An interconnect description a user can give when the real wiring is known, in TOML:
 ///
 /// ```toml

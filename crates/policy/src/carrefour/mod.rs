@@ -246,13 +246,7 @@ impl Carrefour {
     ) -> Vec<(Pid, Option<u64>)> {
         let mut acted: rustc_hash::FxHashMap<Pid, u64> = Default::default();
         for a in actions {
-            let pages = match a {
-                Action::MigratePages { range, .. }
-                | Action::Interleave { range, .. }
-                | Action::Replicate { range, .. } => range.count,
-                _ => 1,
-            };
-            *acted.entry(a.pid()).or_default() += pages;
+            *acted.entry(a.pid()).or_default() += a.pages();
         }
         apps.iter()
             .map(|a| {

@@ -6,7 +6,7 @@
 //! for the policies that take per-program profiles (N-MASS's `inputs.profile`).
 
 use super::result::{AppSlowdown, ExperimentError, Multiprogram, RunResult, TIME_LIMIT_S};
-use crate::machine::{SimConfig, SimMachine, cores_of, thread_count};
+use crate::machine::{SimConfig, SimMachine, thread_count};
 use crate::scenario::{AppSpec, Scenario, ThreadPlacement};
 use crate::spec::MachineSpec;
 use rondpoint_engine::{EngineConfig, VirtualClock};
@@ -49,14 +49,12 @@ pub struct Solo {
 fn has_home(machine: &MachineSpec, app: &AppSpec) -> bool {
     let several = |v: &[u16]| v.len() > 1;
     let threads = thread_count(machine, app);
-    let cpu_nodes: Vec<usize> = (0..machine.nodes())
-        .filter(|&n| cores_of(machine, n) > 0)
-        .collect();
+    let cpu_nodes = machine.cpu_nodes();
     let placed_over_nodes = match &app.placement {
         ThreadPlacement::Spread => threads > 1 && cpu_nodes.len() > 1,
         ThreadPlacement::Fill => cpu_nodes
             .first()
-            .is_some_and(|&n| threads > cores_of(machine, n)),
+            .is_some_and(|&n| threads > machine.cores_on(n)),
         ThreadPlacement::Nodes(v) => threads > 1 && several(v),
         ThreadPlacement::Node(_) => false,
     };
@@ -108,7 +106,7 @@ fn nearest_other(machine: &MachineSpec, home: u16) -> Option<u16> {
     let h = usize::from(home);
     let d = machine.topology.distances();
     (0..machine.nodes())
-        .filter(|&n| n != h && machine.cores.iter().any(|c| c.node == n))
+        .filter(|&n| n != h && machine.cores_on(n) > 0)
         .min_by_key(|&n| (d.get(h).and_then(|r| r.get(n)).copied(), n))
         .and_then(|n| u16::try_from(n).ok())
 }

@@ -40,9 +40,7 @@ impl SimMachine {
             .map(|&b| b as f64 * (1.0 - config.os_reserve))
             .collect();
         check_footprint(scenario, &free).map_err(&impossible)?;
-        let cpu_nodes: Vec<usize> = (0..n)
-            .filter(|&i| spec.cores.iter().any(|c| c.node == i))
-            .collect();
+        let cpu_nodes = spec.cpu_nodes();
         let mut used = vec![false; spec.cores.len()];
         let mut apps = Vec::new();
         let mut threads = Vec::new();
@@ -151,20 +149,15 @@ impl Thread {
     }
 }
 
-/// The cores of `node`.
-pub(crate) fn cores_of(spec: &MachineSpec, node: usize) -> usize {
-    spec.cores.iter().filter(|c| c.node == node).count()
-}
-
 /// How many threads `a` has on `spec` ("node-cores": the cores of the first node with CPUs).
 pub(crate) fn thread_count(spec: &MachineSpec, a: &AppSpec) -> usize {
     match &a.threads {
         ThreadCount::Count(c) => *c as usize,
         ThreadCount::Named(NamedCount::AllCores) => spec.cores.len(),
-        ThreadCount::Named(NamedCount::NodeCores) => {
-            let first = spec.cores.iter().map(|c| c.node).min();
-            first.map_or(0, |node| cores_of(spec, node))
-        }
+        ThreadCount::Named(NamedCount::NodeCores) => spec
+            .cpu_nodes()
+            .first()
+            .map_or(0, |&node| spec.cores_on(node)),
     }
 }
 

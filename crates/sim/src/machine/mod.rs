@@ -17,7 +17,7 @@ mod access;
 mod actions;
 mod alloc;
 mod build;
-pub(crate) use build::{cores_of, thread_count};
+pub(crate) use build::thread_count;
 mod moves;
 mod observe;
 mod probe;

@@ -8,7 +8,7 @@ use crate::options::{MAX_RUNS, PolicyOptions};
 use crate::status::Input;
 use anyhow::{Context, Result};
 use clap::Args;
-use plan::{Plan, Progress, Settings};
+use plan::{Plan, Progress, RunOptions, Settings};
 pub use render::{render_memory, render_notes, render_summary, render_table};
 use rondpoint_sim::experiment::summary::{self, Summary};
 use rondpoint_sim::experiment::{self, RunResult};
@@ -145,20 +145,6 @@ fn names(table: &[(&str, &str)]) -> String {
     table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
 }
 
-/// The options of a command that shaped its runs, besides machine, workload, policy and seed.
-#[derive(Debug, Serialize)]
-pub struct RunOptions<'a> {
-    pub epoch_ms: u64,
-    pub max_pages_per_epoch: Option<u64>,
-    pub max_mb_per_epoch: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allocation_map: Option<&'a str>,
-    pub exchange_pins: bool,
-    /// Policy parameters given with --config and --set, one table per policy (the rest are
-    /// the defaults `rondpoint list policies --params` prints).
-    pub parameters: &'a toml::Table,
-}
-
 pub fn run(args: &SimArgs) -> Result<ExitCode> {
     if args.list {
         list()?;
@@ -172,12 +158,15 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         machine,
         workloads: &args.workload,
         policies: &args.policy,
-        config: &config,
         seeds: seeds(args)?,
-        epoch_ms: args.epoch_ms,
-        limits: crate::options::rate_limits(args.max_pages_per_epoch, args.max_mb_per_epoch),
-        allocation_map: args.allocation_map.as_deref(),
-        exchange_pins: args.exchange_pins,
+        options: RunOptions {
+            epoch_ms: args.epoch_ms,
+            max_pages_per_epoch: args.max_pages_per_epoch,
+            max_mb_per_epoch: args.max_mb_per_epoch,
+            allocation_map: args.allocation_map.as_deref(),
+            exchange_pins: args.exchange_pins,
+            config: &config,
+        },
     };
     let plan = Plan::new(&settings, Arc::new(args.budget.watch()))?;
     check_budget(&[&plan], &args.budget, !args.quiet)?;
@@ -196,14 +185,7 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     if args.json {
         let report = SimReport {
             schema_version: SCHEMA_VERSION,
-            options: RunOptions {
-                epoch_ms: args.epoch_ms,
-                max_pages_per_epoch: args.max_pages_per_epoch,
-                max_mb_per_epoch: args.max_mb_per_epoch,
-                allocation_map: args.allocation_map.as_deref(),
-                exchange_pins: args.exchange_pins,
-                parameters: config.tables(),
-            },
+            options: settings.options,
             runs: results,
             summary,
         };
@@ -241,6 +223,10 @@ fn seeds(args: &SimArgs) -> Result<Vec<u64>> {
 /// Refuses `plans` if they should take longer than `budget`, from each workload's pace on
 /// its first steps; says how long they should take when that is over a minute.
 pub fn check_budget(plans: &[&Plan], budget: &Budget, progress: bool) -> Result<()> {
+    if budget.0.is_none() && !progress {
+        // Nothing to refuse and nobody to tell: the probes would be wasted.
+        return Ok(());
+    }
     let mut estimate = Estimate::default();
     for plan in plans {
         plan.estimate(&mut estimate);

@@ -6,13 +6,14 @@ use crate::budget::{Estimate, Watch};
 use crate::options::MAX_RUNS;
 use crate::status::Input;
 use anyhow::{Context, Result};
-use rondpoint_engine::{EngineConfig, EngineError, RateLimits};
+use rondpoint_engine::{EngineConfig, EngineError};
 use rondpoint_policy_api::PolicyConfig;
 use rondpoint_sim::experiment::multiprogram::{self, Solo};
 use rondpoint_sim::experiment::{self, ExperimentError, RunResult};
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, presets};
+use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -25,12 +26,29 @@ pub struct Settings<'a> {
     pub workloads: &'a [String],
     /// Policy names, or "all".
     pub policies: &'a [String],
-    pub config: &'a PolicyConfig,
     pub seeds: Vec<u64>,
+    pub options: RunOptions<'a>,
+}
+
+/// The options of a command that shaped its runs, besides machine, workload, policy and seed
+/// (the `options` of `sim --json` and `matrix --json`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RunOptions<'a> {
     pub epoch_ms: u64,
-    pub limits: RateLimits,
+    pub max_pages_per_epoch: Option<u64>,
+    /// MiB.
+    pub max_mb_per_epoch: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub allocation_map: Option<&'a str>,
     pub exchange_pins: bool,
+    /// Policy parameters given with --config and --set, one table per policy (the rest are
+    /// the defaults `rondpoint list policies --params` prints).
+    #[serde(rename = "parameters", serialize_with = "tables")]
+    pub config: &'a PolicyConfig,
+}
+
+fn tables<S: serde::Serializer>(config: &&PolicyConfig, s: S) -> Result<S::Ok, S::Error> {
+    config.tables().serialize(s)
 }
 
 /// Progress lines on stderr, numbered over every run of the command.
@@ -71,7 +89,7 @@ impl Plan {
             if p == "all" {
                 policies.extend(crate::policies::registry().all().map(str::to_string));
             } else {
-                crate::policies::build(p, s.config)?;
+                crate::policies::build(p, s.options.config)?;
                 policies.push(p.clone());
             }
         }
@@ -82,7 +100,7 @@ impl Plan {
             .iter()
             .map(|w| presets::workload(w).map_err(anyhow::Error::from))
             .collect::<Result<Vec<_>>>()?;
-        if let Some(map) = s.allocation_map {
+        if let Some(map) = s.options.allocation_map {
             for sc in &mut scenarios {
                 *sc = multiprogram::with_homes(&spec, sc, map)
                     .map_err(anyhow::Error::msg)
@@ -91,18 +109,21 @@ impl Plan {
         }
         let sim = SimConfig {
             seed: s.seeds.first().copied().unwrap_or(1),
-            exchange_pins: s.exchange_pins,
+            exchange_pins: s.options.exchange_pins,
             ..SimConfig::default()
         };
         let engine = EngineConfig {
-            epoch_ns: s.epoch_ms.saturating_mul(1_000_000),
-            limits: s.limits.clone(),
+            epoch_ns: s.options.epoch_ms.saturating_mul(1_000_000),
+            limits: crate::options::rate_limits(
+                s.options.max_pages_per_epoch,
+                s.options.max_mb_per_epoch,
+            ),
             stop: Some(watch.stop_signal()),
             ..EngineConfig::default()
         };
         let plan = Self {
             spec,
-            config: s.config.clone(),
+            config: s.options.config.clone(),
             policies,
             scenarios,
             sim,
@@ -181,21 +202,16 @@ impl Plan {
     /// programs (for slowdowns), or when a policy takes per-program profiles (N-MASS's), which
     /// the solo runs fill in.
     pub fn solo(&self, scenario: &Scenario, progress: &Progress) -> Result<Option<Solo>> {
-        if scenario.apps.len() <= 1 && !self.profiled() {
+        let profiled = self.profiled();
+        if scenario.apps.len() <= 1 && !profiled {
             return Ok(None);
         }
         if progress.on {
             noteln!("{} / {}: each program alone", self.spec.name, scenario.name);
         }
-        let solo = multiprogram::solo_runs(
-            &self.spec,
-            scenario,
-            &self.sim,
-            &self.engine,
-            self.profiled(),
-        )
-        .map_err(|e| self.watch.spent().unwrap_or_else(|| e.into()))
-        .with_context(|| format!("running the programs of {} alone", scenario.name))?;
+        let solo = multiprogram::solo_runs(&self.spec, scenario, &self.sim, &self.engine, profiled)
+            .map_err(|e| self.watch.spent().unwrap_or_else(|| e.into()))
+            .with_context(|| format!("running the programs of {} alone", scenario.name))?;
         Ok(Some(solo))
     }
 
