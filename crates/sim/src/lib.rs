@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bound;
 pub mod bounds;
 pub mod calibrate;
 pub mod experiment;
@@ -22,5 +23,6 @@ pub mod presets;
 pub mod scenario;
 pub mod solver;
 pub mod spec;
+pub(crate) mod traffic;
 
 pub use machine::{SimConfig, SimError, SimMachine, Totals};

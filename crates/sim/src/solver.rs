@@ -151,6 +151,8 @@ pub struct Solution {
     pub latency_ns: Vec<f64>,
     /// Utilisation of each resource (0 to 1).
     pub utilisation: Vec<f64>,
+    /// Misses queued or in service at each resource, all classes together.
+    pub queue: Vec<f64>,
     /// Queue lengths at the fixed point (warm start for the next solve).
     pub warm: Warm,
     pub iterations: u32,
@@ -214,6 +216,10 @@ pub(crate) fn solve(net: &Network, warm: Option<&Warm>, cfg: SolverConfig) -> So
         .map(|t| net.classes[t].idle_ns + net.range(t).map(|i| resid[i]).sum::<f64>())
         .collect();
     let mut utilisation = vec![0.0; r];
+    let mut queue = vec![0.0; r];
+    for (visit, &qi) in net.visits.iter().zip(&q) {
+        queue[visit.resource] += qi;
+    }
     for t in 0..c {
         for i in net.range(t) {
             utilisation[net.visits[i].resource] += x[t] * net.visits[i].demand_ns;
@@ -223,6 +229,7 @@ pub(crate) fn solve(net: &Network, warm: Option<&Warm>, cfg: SolverConfig) -> So
         throughput: x,
         latency_ns,
         utilisation,
+        queue,
         warm: Warm {
             starts: net.starts.clone(),
             resources: net.visits.iter().map(|v| v.resource).collect(),

@@ -80,6 +80,11 @@ pub fn run(args: &ListArgs) -> Result<ExitCode> {
                 outln!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 out!("{}", render_policies(&rows, args.params));
+                outln!(
+                    "\nand, in `sim` and `matrix` only, {} (not a policy: the best placement the \
+                     simulator's model allows, placed at no cost; see docs/policies.md)",
+                    rondpoint_sim::bound::NAME
+                );
             }
         }
         What::Machines | What::Workloads => {

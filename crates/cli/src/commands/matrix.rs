@@ -32,7 +32,7 @@ pub struct MatrixArgs {
     workload: Vec<String>,
 
     /// Policies, comma-separated, or "all" (the page policies and the oracle); the baseline
-    /// is added when missing.
+    /// and the placement bound ("bound") are added when missing.
     #[arg(
         long,
         short = 'p',
@@ -50,6 +50,11 @@ pub struct MatrixArgs {
     /// breaks it (4: the Carrefour paper's "never more than 4% slower than Linux").
     #[arg(long, value_name = "PCT", default_value_t = 4.0, value_parser = slowdown_pct)]
     max_slowdown: f64,
+
+    /// Do not run the placement bound (the best placement the model allows, which every run
+    /// is compared with as "to bound"); saves a search and two runs per cell.
+    #[arg(long)]
+    no_bound: bool,
 
     /// Exit with status 1 when one of these policies breaks the do-no-harm bound (the
     /// regression check CI runs).
@@ -183,6 +188,9 @@ fn plans(args: &MatrixArgs, config: &PolicyConfig) -> Result<Vec<Plan>> {
     };
     let mut policies = vec![args.baseline.clone()];
     policies.extend(args.policy.iter().cloned());
+    if !args.no_bound {
+        policies.push(rondpoint_sim::bound::NAME.to_string());
+    }
     let watch = Arc::new(args.budget.watch());
     let plans = machines
         .iter()
@@ -317,10 +325,24 @@ fn render(m: &Matrix, checked: &[String]) -> String {
             .iter()
             .map(|p| of(p).map_or_else(|| "-".into(), |s| s.violations.to_string()));
         rows.push(
-            std::iter::once("(>bound)".to_string())
+            std::iter::once("(harm)".to_string())
                 .chain(broken)
                 .collect(),
         );
+        let to_bound = m.policies.iter().map(|p| {
+            m.summary
+                .iter()
+                .find(|s| s.machine == *machine && s.policy == *p)
+                .and_then(|s| s.geomean_to_bound)
+                .map_or_else(|| "-".into(), |g| format!("{g:.3}"))
+        });
+        if m.cells.iter().any(|c| c.to_bound.is_some()) {
+            rows.push(
+                std::iter::once("(to bound)".to_string())
+                    .chain(to_bound)
+                    .collect(),
+            );
+        }
         out.push_str(&format!(
             "{machine}: speedup over {}\n{}\n\n",
             m.baseline,
@@ -330,7 +352,8 @@ fn render(m: &Matrix, checked: &[String]) -> String {
     out.push_str(&format!(
         "{b}: its completion time (simulated s); other policies: speedup, {b}'s time over \
          theirs (above 1: faster);\n!: more than {}% slower than {b} (the do-no-harm bound); \
-         refused: the policy cannot run there; (>bound): runs with !.\n",
+         refused: the policy cannot run there; (harm): runs with !; (to bound): geometric mean of\n\
+         the bound's time over the policy's (1: as fast as the best placement the model allows).\n",
         m.max_slowdown_pct,
         b = m.baseline
     ));
@@ -342,7 +365,44 @@ fn render(m: &Matrix, checked: &[String]) -> String {
         }
     }
     out.push_str(&render_violations(m, checked));
+    out.push_str(&render_beyond_bound(m));
     out
+}
+
+/// The runs faster than the bound by more than its tolerance (none when no bound ran).
+fn render_beyond_bound(m: &Matrix) -> String {
+    use rondpoint_sim::experiment::matrix::BOUND_TOLERANCE_PCT;
+    if !m.cells.iter().any(|c| c.to_bound.is_some()) {
+        return String::new();
+    }
+    if m.beyond_bound.is_empty() {
+        return format!(
+            "no run is faster than the placement bound by more than {BOUND_TOLERANCE_PCT}%.\n"
+        );
+    }
+    let rows = m
+        .beyond_bound
+        .iter()
+        .map(|b| {
+            vec![
+                b.machine.clone(),
+                b.workload.clone(),
+                b.policy.clone(),
+                format!("{:.3}", b.to_bound),
+            ]
+        })
+        .collect();
+    format!(
+        "\n{} run{} faster than the placement bound by more than {BOUND_TOLERANCE_PCT}% (a placement the \
+         bound's search missed):\n{}\n",
+        m.beyond_bound.len(),
+        if m.beyond_bound.len() == 1 { "" } else { "s" },
+        format::table(
+            &["machine", "workload", "policy", "to bound"],
+            &[false, false, false, true],
+            rows,
+        )
+    )
 }
 
 /// Every violation, marked when `--check` names its policy.

@@ -5,10 +5,21 @@
 //! judged too, against its own completion under the baseline (§4.3: Carrefour beats Linux for
 //! every application).
 //!
+//! With the placement bound among the policies ([`crate::bound`]), each run also has its
+//! ratio to the bound, and the runs faster than the bound by more than
+//! [`BOUND_TOLERANCE_PCT`] are listed: each one a place where the bound is not the best
+//! placement the model allows.
+//!
 //! This module only analyses results; running them is the caller's.
 
+use crate::bound;
 use crate::experiment::RunResult;
 use serde::Serialize;
+
+/// How much faster than the bound a run may be before the matrix lists it (percent): the
+/// bound's search stops short of the exact optimum, and two runs of one layout differ by
+/// their random draws (issue 38 sets 0.5%).
+pub const BOUND_TOLERANCE_PCT: f64 = 0.5;
 
 /// One cell: a workload under a policy on a machine, run or refused.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -28,6 +39,10 @@ pub struct Cell {
     /// the baseline over its completion time here ([Dashti13 §4.3] judges each application).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<(String, f64)>,
+    /// The bound's completion time over this one's (1 at the bound, below 1 short of it,
+    /// above 1 faster than the bound); none without a bound run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_bound: Option<f64>,
 }
 
 impl Cell {
@@ -58,6 +73,16 @@ pub struct Violation {
     pub slower_pct: f64,
 }
 
+/// A run faster than the bound by more than [`BOUND_TOLERANCE_PCT`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BeyondBound {
+    pub machine: String,
+    pub workload: String,
+    pub policy: String,
+    /// The bound's completion time over the run's.
+    pub to_bound: f64,
+}
+
 /// One policy on one machine, over the workloads.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PolicySummary {
@@ -74,6 +99,9 @@ pub struct PolicySummary {
     pub worst: Option<(String, f64)>,
     /// Runs more than the bound slower than the baseline.
     pub violations: usize,
+    /// Geometric mean of the ratios to the bound; none without a bound run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geomean_to_bound: Option<f64>,
 }
 
 /// The analysed matrix (`matrix --json`, docs/json/matrix.md).
@@ -92,6 +120,9 @@ pub struct Matrix {
     pub summary: Vec<PolicySummary>,
     /// In the order of the cells.
     pub violations: Vec<Violation>,
+    /// Runs faster than the bound by more than [`BOUND_TOLERANCE_PCT`], in the order of the
+    /// cells (empty without a bound run).
+    pub beyond_bound: Vec<BeyondBound>,
 }
 
 /// A cell's outcome: a result, or the policy's refusal.
@@ -140,6 +171,10 @@ impl Matrix {
                     Some(Ok(r)) => Some(r),
                     _ => None,
                 };
+                let bound = match find(m, w, bound::NAME) {
+                    Some(Ok(r)) => Some(r.completion_s),
+                    _ => None,
+                };
                 for p in &policies {
                     let Some(o) = find(m, w, p) else { continue };
                     let run = o.as_ref().ok();
@@ -154,6 +189,7 @@ impl Matrix {
                         apps: base
                             .zip(run)
                             .map_or_else(Vec::new, |(b, r)| app_speedups(b, r)),
+                        to_bound: bound.zip(completion_s).map(|(b, c)| b / c),
                     });
                 }
             }
@@ -173,6 +209,18 @@ impl Matrix {
                 })
             })
             .collect::<Vec<_>>();
+        let beyond_bound = cells
+            .iter()
+            .filter_map(|c| {
+                let r = c.to_bound?;
+                (r > 1.0 + BOUND_TOLERANCE_PCT / 100.0).then(|| BeyondBound {
+                    machine: c.machine.clone(),
+                    workload: c.workload.clone(),
+                    policy: c.policy.clone(),
+                    to_bound: r,
+                })
+            })
+            .collect();
         let summary = machines
             .iter()
             .flat_map(|m| policies.iter().map(move |p| (m, p)))
@@ -187,6 +235,7 @@ impl Matrix {
             cells,
             summary,
             violations,
+            beyond_bound,
         }
     }
 
@@ -245,10 +294,8 @@ fn summarize(
         .iter()
         .filter_map(|c| c.speedup.map(|s| (c.workload.as_str(), s)))
         .collect();
-    let geomean_speedup = (!speedups.is_empty()).then(|| {
-        let log_sum: f64 = speedups.iter().map(|(_, s)| s.ln()).sum();
-        (log_sum / speedups.len() as f64).exp()
-    });
+    let geomean_speedup = geomean(speedups.iter().map(|s| s.1));
+    let geomean_to_bound = geomean(mine.iter().filter_map(|c| c.to_bound));
     let worst = speedups
         .iter()
         .min_by(|a, b| a.1.total_cmp(&b.1))
@@ -264,7 +311,14 @@ fn summarize(
             .iter()
             .filter(|v| v.machine == machine && v.policy == policy)
             .count(),
+        geomean_to_bound,
     }
+}
+
+/// The geometric mean of `values`; none when there are none.
+fn geomean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v.ln(), n + 1));
+    (n > 0).then(|| (sum / n as f64).exp())
 }
 
 #[cfg(test)]

@@ -76,10 +76,23 @@ pub fn run(
     policy: &mut dyn Policy,
     sim: &SimConfig,
     engine: &EngineConfig,
-    mut progress: impl FnMut(f64),
+    progress: impl FnMut(f64),
 ) -> Result<RunResult, ExperimentError> {
     refuse_early(machine, scenario, policy)?;
-    let mut m = SimMachine::new(machine.clone(), scenario, sim.clone())?;
+    let m = SimMachine::new(machine.clone(), scenario, sim.clone())?;
+    run_on(m, machine, scenario, policy, sim, engine, progress)
+}
+
+/// Runs `policy` on `m`, a machine built for `scenario` (see [`run`]).
+pub(crate) fn run_on(
+    mut m: SimMachine,
+    machine: &MachineSpec,
+    scenario: &Scenario,
+    policy: &mut dyn Policy,
+    sim: &SimConfig,
+    engine: &EngineConfig,
+    mut progress: impl FnMut(f64),
+) -> Result<RunResult, ExperimentError> {
     let mut cfg = engine.clone();
     cfg.time_limit_ns = Some((TIME_LIMIT_S * 1e9) as u64);
     let mut memory = MemoryReport::new(node_infos(machine, &m));
@@ -127,6 +140,7 @@ pub fn run(
         seed: sim.seed,
         completion_s,
         speedup_vs_first_touch: None,
+        to_bound: None,
         avg_latency_cycles: if t.accesses > 0.0 {
             t.latency_ns_sum / t.accesses * f
         } else {
@@ -272,6 +286,7 @@ fn mean_of(runs: &[RunResult]) -> RunResult {
         seed: first.seed,
         completion_s: avg(&|r| r.completion_s),
         speedup_vs_first_touch: None,
+        to_bound: None,
         avg_latency_cycles: avg(&|r| r.avg_latency_cycles),
         lar: avg(&|r| r.lar),
         mc_imbalance: avg(&|r| r.mc_imbalance),
@@ -304,25 +319,33 @@ fn mean_of(runs: &[RunResult]) -> RunResult {
     }
 }
 
-/// Fills `speedup_vs_first_touch` for every run of the same machine, workload and seed as a
-/// first-touch run.
+/// Fills `speedup_vs_first_touch` and `to_bound` for every run of the same machine, workload
+/// and seed as a first-touch run and a bound run.
 pub fn fill_speedups(results: &mut [RunResult]) {
-    let baselines: Vec<(String, String, u64, f64)> = results
-        .iter()
-        .filter(|r| r.policy == "first-touch")
-        .map(|r| {
-            (
-                r.machine.clone(),
-                r.workload.clone(),
-                r.seed,
-                r.completion_s,
-            )
-        })
-        .collect();
-    for r in results.iter_mut() {
-        r.speedup_vs_first_touch = baselines
+    let times_of = |policy: &str| -> Vec<(String, String, u64, f64)> {
+        results
             .iter()
-            .find(|(m, w, s, _)| *m == r.machine && *w == r.workload && *s == r.seed)
-            .map(|(_, _, _, ft)| ft / r.completion_s);
+            .filter(|r| r.policy == policy)
+            .map(|r| {
+                (
+                    r.machine.clone(),
+                    r.workload.clone(),
+                    r.seed,
+                    r.completion_s,
+                )
+            })
+            .collect()
+    };
+    let first_touch = times_of("first-touch");
+    let bound = times_of(crate::bound::NAME);
+    for r in results.iter_mut() {
+        let of = |times: &[(String, String, u64, f64)]| {
+            times
+                .iter()
+                .find(|(m, w, s, _)| *m == r.machine && *w == r.workload && *s == r.seed)
+                .map(|(_, _, _, t)| t / r.completion_s)
+        };
+        r.speedup_vs_first_touch = of(&first_touch);
+        r.to_bound = of(&bound);
     }
 }

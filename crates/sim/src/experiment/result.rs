@@ -37,6 +37,10 @@ pub struct RunResult {
     pub completion_s: f64,
     /// First-touch's completion time over this run's (filled in when first-touch ran too).
     pub speedup_vs_first_touch: Option<f64>,
+    /// The placement bound's completion time over this run's (filled in when the bound ran
+    /// too; 1 at the bound, below 1 short of it; see [`crate::bound`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_bound: Option<f64>,
     pub avg_latency_cycles: f64,
     /// Local access ratio (0 to 1).
     pub lar: f64,

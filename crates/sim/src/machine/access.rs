@@ -2,7 +2,6 @@
 //! resulting mix of DRAM accesses over the nodes (the truth that policies never see).
 
 use super::SimMachine;
-use crate::placement::mask_nodes;
 use crate::scenario::Pattern;
 
 /// (region, block, share of the thread's accesses) triples.
@@ -77,16 +76,9 @@ impl SimMachine {
         out
     }
 
-    /// The node that serves an access from node `from` to a page replicated on `mask`: the
-    /// local copy if there is one, else the nearest.
+    /// The node that serves an access from node `from` to a page replicated on `mask`.
     pub(super) fn replica_serving(&self, from: usize, mask: u64) -> usize {
-        if mask & (1u64 << from) != 0 {
-            from
-        } else {
-            mask_nodes(mask)
-                .min_by(|&a, &b| self.spec.idle_ns[from][a].total_cmp(&self.spec.idle_ns[from][b]))
-                .unwrap_or(from)
-        }
+        crate::traffic::serving_copy(&self.spec, from, mask)
     }
 
     pub(super) fn refresh_mix(&mut self, t: usize) {

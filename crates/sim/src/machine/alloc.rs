@@ -9,6 +9,9 @@ use rondpoint_model::{MappingPolicy, MemPolicy, NodeId, NodeRoom};
 
 impl SimMachine {
     pub(super) fn allocate(&mut self, ai: usize) {
+        if self.allocate_planned(ai) {
+            return;
+        }
         let n = self.spec.nodes();
         let thread_nodes: Vec<usize> = self.apps[ai]
             .threads
@@ -17,6 +20,7 @@ impl SimMachine {
             .collect();
         let policy = self.apps[ai].mempolicy.clone();
         let distances = self.spec.topology.distances().to_vec();
+        let orders: Vec<Vec<usize>> = (0..n).map(|d| fallback_order(d, &distances)).collect();
         for ri in 0..self.apps[ai].regions.len() {
             let len = self.apps[ai].regions[ri].len();
             let page_bytes = self.apps[ai].regions[ri].page_size.bytes() as f64;
@@ -33,7 +37,7 @@ impl SimMachine {
                 let memory = Memory {
                     free: &self.free,
                     total: &self.spec.mem_bytes,
-                    distances: &distances,
+                    orders: &orders,
                 };
                 let cursor = &mut self.apps[ai].interleave_cursor;
                 let node = choose_node(&policy, toucher, &memory, page_bytes, cursor, n);
@@ -81,11 +85,12 @@ pub(super) fn fallback_order(from: usize, distances: &[Vec<u32>]) -> Vec<usize> 
     v
 }
 
-/// What an allocation sees of the machine: free and total bytes per node, and distances.
+/// What an allocation sees of the machine: free and total bytes per node, and each node's
+/// fallback order ([`fallback_order`]).
 struct Memory<'a> {
     free: &'a [f64],
     total: &'a [u64],
-    distances: &'a [Vec<u32>],
+    orders: &'a [Vec<usize>],
 }
 
 /// Where a page touched from node `toucher` goes under an allocation policy.
@@ -100,8 +105,9 @@ fn choose_node(
     let free = memory.free;
     let fits = |d: usize| free[d] >= bytes;
     let first_fit = |allowed: &dyn Fn(usize) -> bool| {
-        fallback_order(toucher, memory.distances)
-            .into_iter()
+        memory.orders[toucher]
+            .iter()
+            .copied()
             .find(|&d| allowed(d) && fits(d))
     };
     let idx = |id: &NodeId| usize::from(id.0).min(n - 1);
@@ -193,12 +199,13 @@ mod tests {
             .map(|a| (0..n).map(|b| if a == b { 10 } else { 21 }).collect())
             .collect();
         let mut cursor = 0;
+        let orders: Vec<Vec<usize>> = (0..n).map(|d| fallback_order(d, &distances)).collect();
         (0..pages)
             .map(|_| {
                 let memory = Memory {
                     free: &free,
                     total: &total,
-                    distances: &distances,
+                    orders: &orders,
                 };
                 let d = choose_node(policy, 0, &memory, GIB, &mut cursor, n);
                 free[d] -= GIB;

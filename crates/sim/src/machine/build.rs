@@ -87,6 +87,8 @@ impl SimMachine {
             e_collapses: Vec::new(),
             epoch: 0,
             restart: false,
+            layout: None,
+            layout_groups: Vec::new(),
             now_ns: 0.0,
             warm: None,
             sampling: SamplingRequest::NONE,

@@ -17,6 +17,7 @@ mod access;
 mod actions;
 mod alloc;
 mod build;
+mod layout;
 pub(crate) use build::thread_count;
 mod moves;
 mod observe;
@@ -36,12 +37,6 @@ use rondpoint_model::{
     ProcessInfo, Sample, SamplingRequest, ThreadInfo, Tid, Topology,
 };
 use thiserror::Error;
-
-/// Bytes of one cache line.
-const LINE: f64 = 64.0;
-/// Header bytes of a request or response message on a link (HyperTransport/UPI packets carry
-/// 8-16 bytes of header per 64-byte line; 16 chosen).
-const HEADER: f64 = 16.0;
 
 /// Why a scenario cannot be simulated on a machine.
 #[derive(Debug, Error, PartialEq)]
@@ -223,6 +218,10 @@ pub struct SimMachine {
     epoch: u64,
     /// Start finished applications again until each has finished once (`Scenario::restart`).
     restart: bool,
+    /// A layout that places applications as they start in place of their allocation policy
+    /// (the placement bound's), and the (app, region, block) of each of its entries.
+    layout: Option<crate::bound::problem::Layout>,
+    layout_groups: Vec<(usize, usize, usize)>,
 }
 
 impl SimMachine {

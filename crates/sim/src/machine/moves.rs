@@ -278,7 +278,7 @@ impl SimMachine {
         if old.llc != new.llc {
             // Refill: its LLC share, one line per miss, at the idle local latency with MLP.
             let app = &self.apps[self.threads[t].app];
-            let lines = app.mrc_ref.min(self.spec.llc_bytes) / super::LINE;
+            let lines = app.mrc_ref.min(self.spec.llc_bytes) / crate::traffic::LINE;
             let cost = lines * self.spec.idle_ns[new.node][new.node] / app.mlp.max(1.0);
             self.threads[t].stall_ns += cost;
             self.totals.overhead_ns += cost;

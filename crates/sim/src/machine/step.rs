@@ -2,33 +2,12 @@
 //! running threads over the memory controllers and links, advance every thread by what it
 //! retires, and account the traffic.
 
-use super::{HEADER, LINE, SimMachine};
+use super::SimMachine;
 use crate::placement::mask_nodes;
-use crate::solver::{self, Class, Network};
-use crate::spec::MachineSpec;
+use crate::solver::{self, Network};
+use crate::traffic::{self, LINE, route};
 use rand::Rng;
 use rondpoint_model::{Collapse, PageRange};
-
-/// The directed links an access from node `h` to memory on node `d` crosses, each with the
-/// bytes it carries per access, for a write ratio `w`: data comes back d -> h, requests (and
-/// write-backs) go h -> d. Nothing for a local access.
-fn route(
-    spec: &MachineSpec,
-    d: usize,
-    h: usize,
-    w: f64,
-) -> impl Iterator<Item = (usize, f64)> + '_ {
-    let (back, out): (&[usize], &[usize]) = if d == h {
-        (&[], &[])
-    } else {
-        (&spec.path[d][h], &spec.path[h][d])
-    };
-    let back_bytes = LINE + HEADER + HEADER * w;
-    let out_bytes = HEADER + (LINE + HEADER) * w;
-    back.iter()
-        .map(move |&l| (l, back_bytes))
-        .chain(out.iter().map(move |&l| (l, out_bytes)))
-}
 
 impl SimMachine {
     /// Simulates one step of `dt` ns (less if the epoch boundary is nearer).
@@ -100,7 +79,6 @@ impl SimMachine {
     /// the step.
     fn network(&mut self, active: &[usize]) -> Network {
         let n = self.spec.nodes();
-        let f = self.spec.cycles_per_ns();
         // LLC sharing: each LLC is split among its running threads in proportion to their
         // last-step miss pressure; MPKI then follows each application's miss-ratio curve.
         let llcs = self.spec.topology.llcs().len().max(1);
@@ -120,57 +98,27 @@ impl SimMachine {
             } else {
                 1.0
             };
-            let cache = (self.spec.llc_bytes * share).max(1.0);
+            let cache = self.spec.llc_bytes * share;
             let scale = if th.phase > 0 {
                 app.phases[th.phase - 1].mpki_scale
             } else {
                 1.0
             };
-            let ratio = (cache / app.mrc_ref).clamp(1.0 / 64.0, 64.0);
-            let mpki = app.mpki * scale * ratio.powf(-app.alpha);
-            let idle: f64 = (0..n).map(|d| th.mix[d] * self.spec.idle_ns[h][d]).sum();
-            let think = if mpki > 0.0 {
-                app.mlp * app.cpi_base * 1000.0 / (mpki * f)
-            } else {
-                f64::INFINITY
-            };
+            let mpki = traffic::mpki_at(app.mpki * scale, app.mrc_ref, app.alpha, cache);
             row.clear();
-            self.demand(t, &mut row);
-            // The idle latency of a preset is a measured unloaded latency: it already contains
-            // the service time of every controller and link on the way. Only the rest is pure
-            // delay; queueing is what the network adds on top.
-            let service: f64 = row.iter().map(|&(_, d)| d).sum();
-            let class = Class {
-                customers: app.mlp,
-                think_ns: think,
-                idle_ns: (idle - service).max(0.0),
-            };
+            traffic::demand(
+                &self.spec,
+                &th.mix,
+                h,
+                th.write_ratio,
+                &self.background,
+                &mut row,
+            );
+            let class = traffic::class(&self.spec, &th.mix, h, (app.mlp, app.cpi_base, mpki), &row);
             net.push(class, &mut row);
             self.threads[t].mpki = mpki;
         }
         net
-    }
-
-    /// Appends to `row` thread `t`'s service demand per miss (ns) on each controller and
-    /// directed link it uses (a link once per route crossing it), the bandwidth page copies
-    /// leave free counted.
-    fn demand(&self, t: usize, row: &mut Vec<(usize, f64)>) {
-        let n = self.spec.nodes();
-        let th = &self.threads[t];
-        let h = self.node_of_thread(t);
-        let w = th.write_ratio;
-        for d in 0..n {
-            let a = th.mix[d];
-            if a == 0.0 {
-                continue;
-            }
-            let mc = a * LINE * (1.0 + w) / self.spec.mc_bw[d] / (1.0 - self.background[d]);
-            row.push((d, mc));
-            for (l, bytes) in route(&self.spec, d, h, w) {
-                let bw = self.spec.link_bw[l / 2] * (1.0 - self.background[n + l]);
-                row.push((n + l, a * bytes / bw));
-            }
-        }
     }
 
     /// Advances thread `t` by `dt` at the throughput (misses per ns) and loaded latency the
@@ -182,11 +130,7 @@ impl SimMachine {
             (th.mpki, th.write_ratio, self.node_of_thread(t))
         };
         let app_cpi = self.apps[self.threads[t].app].cpi_base;
-        let ips = if mpki > 0.0 && throughput > 0.0 {
-            throughput * 1000.0 / mpki
-        } else {
-            f / app_cpi
-        };
+        let ips = traffic::instructions_per_ns(&self.spec, mpki, app_cpi, throughput);
         let th = &mut self.threads[t];
         th.latency_ns = latency_ns;
         let stall = th.stall_ns.min(dt);

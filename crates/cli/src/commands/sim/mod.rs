@@ -42,7 +42,9 @@ pub struct SimArgs {
     )]
     workload: Vec<String>,
 
-    /// Policies to compare, comma-separated, or "all" (`rondpoint list policies` shows them).
+    /// Policies to compare, comma-separated, or "all" (`rondpoint list policies` shows them):
+    /// the page policies, the oracle and the placement bound ("bound": the best placement the
+    /// model allows, placed at no cost; every run is then compared with it as "to bound").
     #[arg(
         long,
         short = 'p',
@@ -135,8 +137,9 @@ fn list() -> Result<()> {
     outln!("workloads: {}", names(presets::WORKLOADS));
     let registry = crate::policies::registry();
     outln!(
-        "policies:  {}",
-        registry.names().collect::<Vec<_>>().join(", ")
+        "policies:  {}; and {} (the placement bound)",
+        registry.names().collect::<Vec<_>>().join(", "),
+        rondpoint_sim::bound::NAME
     );
     Ok(())
 }
@@ -154,10 +157,14 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         bad_input!("--machine is required");
     };
     let config = args.policy_options.config()?;
+    let mut policies = args.policy.clone();
+    if policies.iter().any(|p| p == "all") {
+        policies.push(rondpoint_sim::bound::NAME.to_string());
+    }
     let settings = Settings {
         machine,
         workloads: &args.workload,
-        policies: &args.policy,
+        policies: &policies,
         seeds: seeds(args)?,
         options: RunOptions {
             epoch_ms: args.epoch_ms,

@@ -12,7 +12,7 @@ use rondpoint_sim::experiment::multiprogram::{self, Solo};
 use rondpoint_sim::experiment::{self, ExperimentError, RunResult};
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
-use rondpoint_sim::{SimConfig, presets};
+use rondpoint_sim::{SimConfig, bound, presets};
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,6 +88,8 @@ impl Plan {
         for p in s.policies {
             if p == "all" {
                 policies.extend(crate::policies::registry().all().map(str::to_string));
+            } else if p == bound::NAME {
+                policies.push(p.clone());
             } else {
                 crate::policies::build(p, s.options.config)?;
                 policies.push(p.clone());
@@ -226,10 +228,12 @@ impl Plan {
     ) -> Result<RunResult> {
         let registry = crate::policies::registry();
         let mut config = self.config.clone();
-        if let Some(solo) = solo {
-            multiprogram::fill_profiles(&mut config, registry.info(policy)?, solo)?;
+        if policy != bound::NAME {
+            if let Some(solo) = solo {
+                multiprogram::fill_profiles(&mut config, registry.info(policy)?, solo)?;
+            }
+            config = registry.seeded(&config, policy, seed)?;
         }
-        let config = registry.seeded(&config, policy, seed)?;
         let sim = SimConfig {
             seed,
             ..self.sim.clone()
@@ -248,25 +252,41 @@ impl Plan {
         let build = || crate::policies::build(policy, &config);
         let started = Instant::now();
         let live = progress.on && progress.live;
-        let r = experiment::run_policy(
-            &self.spec,
-            scenario,
-            &build,
-            &sim,
-            &self.engine,
-            slowdowns,
-            |k, n, t| {
-                self.watch.tick();
-                if live {
-                    let of = if n > 1 {
-                        format!(" (placement {}/{n})", k + 1)
-                    } else {
-                        String::new()
-                    };
-                    note!("\r{label}{of}: {t:.0} simulated s");
-                }
-            },
-        )
+        let tick = |k: usize, n: usize, t: f64| {
+            self.watch.tick();
+            if live {
+                let of = if n > 1 {
+                    format!(" (placement {}/{n})", k + 1)
+                } else {
+                    String::new()
+                };
+                note!("\r{label}{of}: {t:.0} simulated s");
+            }
+        };
+        let r = if policy == bound::NAME {
+            bound::run(
+                &self.spec,
+                scenario,
+                &sim,
+                &self.engine,
+                bound::SearchConfig::default(),
+                |t| tick(0, 1, t),
+            )
+            .map(|mut r| {
+                r.multiprogram = slowdowns.map(|s| multiprogram::slowdowns(&r, scenario, s));
+                r
+            })
+        } else {
+            experiment::run_policy(
+                &self.spec,
+                scenario,
+                &build,
+                &sim,
+                &self.engine,
+                slowdowns,
+                tick,
+            )
+        }
         .map_err(|e| self.watch.spent().unwrap_or_else(|| e.into()))
         .with_context(|| format!("running {} under {policy}", scenario.name))?;
         if progress.on {

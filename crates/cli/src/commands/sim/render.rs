@@ -101,10 +101,11 @@ pub fn render_memory(r: &RunResult) -> String {
 
 /// The comparison table.
 pub fn render_table(results: &[RunResult]) -> String {
+    let bound = results.iter().any(|r| r.to_bound.is_some());
     let rows = results
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 r.workload.clone(),
                 r.policy.clone(),
                 format!("{:.2}", r.completion_s),
@@ -121,33 +122,37 @@ pub fn render_table(results: &[RunResult]) -> String {
                 r.pages_interleaved.to_string(),
                 r.pages_replicated.to_string(),
                 format!("{:.1}%", r.overhead_pct),
-            ]
+            ];
+            if bound {
+                let to = r.to_bound.map_or_else(|| "-".into(), |b| format!("{b:.2}"));
+                row.insert(4, to);
+            }
+            row
         })
         .collect();
-    let mut out = format::table(
-        &[
-            "workload",
-            "policy",
-            "time s",
-            "speedup",
-            "lat cyc",
-            "LAR",
-            "MC imb",
-            "MC max",
-            "IC imb",
-            "IC max",
-            "IPC",
-            "migrated",
-            "interleaved",
-            "replicated",
-            "overhead",
-        ],
-        &[
-            false, false, true, true, true, true, true, true, true, true, true, true, true, true,
-            true,
-        ],
-        rows,
-    );
+    let mut header = vec![
+        "workload",
+        "policy",
+        "time s",
+        "speedup",
+        "lat cyc",
+        "LAR",
+        "MC imb",
+        "MC max",
+        "IC imb",
+        "IC max",
+        "IPC",
+        "migrated",
+        "interleaved",
+        "replicated",
+        "overhead",
+    ];
+    if bound {
+        header.insert(4, "to bound");
+    }
+    let mut right = vec![true; header.len()];
+    right[..2].fill(false);
+    let mut out = format::table(&header, &right, rows);
     out.push_str(
         "\n\ntime: completion (simulated s); speedup over first-touch; lat: average DRAM access \
          latency in core cycles;\nLAR: local access ratio; MC/IC imb: std. dev. of memory-controller \
@@ -156,6 +161,12 @@ pub fn render_table(results: &[RunResult]) -> String {
          controller's / link direction's average load over its bandwidth; pages in 4 KiB units; \
          overhead: thread time spent\non placement mechanisms.\n",
     );
+    if bound {
+        out.push_str(
+            "to bound: the placement bound's time over the run's (1.00: as fast as the best \
+             placement the model allows,\nwhich places every page at no cost from the start).\n",
+        );
+    }
     out.push_str(&render_slowdowns(results));
     out.push_str(&render_notes(results));
     for r in results.iter().filter(|r| r.actions_skipped > 0) {
@@ -287,6 +298,7 @@ mod tests {
             seed: 1,
             completion_s: 2.0,
             speedup_vs_first_touch: None,
+            to_bound: None,
             avg_latency_cycles: 0.0,
             lar: 1.0,
             mc_imbalance: 0.0,

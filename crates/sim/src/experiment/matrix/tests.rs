@@ -13,6 +13,7 @@ fn result(machine: &str, workload: &str, policy: &str, completion_s: f64) -> Run
         seed: 1,
         completion_s,
         speedup_vs_first_touch: None,
+        to_bound: None,
         avg_latency_cycles: 0.0,
         lar: 1.0,
         mc_imbalance: 0.0,
@@ -144,4 +145,36 @@ fn each_application_of_a_mix_is_judged_against_its_own_baseline_time() {
         4.0,
     );
     assert!(m.cells.iter().all(|c| c.apps.is_empty()));
+}
+
+#[test]
+fn each_run_has_its_ratio_to_the_bound_and_runs_well_past_it_are_listed() {
+    let outcomes = vec![
+        run("a", "w", "ft", 10.0),
+        run("a", "w", "cf", 7.98),
+        run("a", "w", "il", 16.0),
+        run("a", "w", "bound", 8.0),
+        run("a", "v", "ft", 10.0),
+        run("a", "v", "cf", 8.0),
+        run("a", "v", "bound", 9.0),
+    ];
+    let m = Matrix::of(&outcomes, "ft", 4.0);
+    let r = |w: &str, p: &str| m.cell("a", w, p).and_then(|c| c.to_bound);
+    assert_eq!(r("w", "ft"), Some(0.8));
+    assert_eq!(r("w", "il"), Some(0.5));
+    assert_eq!(r("w", "bound"), Some(1.0));
+    // 0.25% faster than the bound: within the tolerance; 12.5% faster: listed.
+    let beyond: Vec<(&str, &str)> = m
+        .beyond_bound
+        .iter()
+        .map(|b| (b.workload.as_str(), b.policy.as_str()))
+        .collect();
+    assert_eq!(beyond, [("v", "cf")]);
+    let cf = m.summary.iter().find(|s| s.policy == "cf").unwrap();
+    let expected = (8.0f64 / 7.98 * 9.0 / 8.0).sqrt();
+    assert!((cf.geomean_to_bound.unwrap_or(0.0) - expected).abs() < 1e-12);
+    // Without a bound run, no ratio.
+    let m = Matrix::of(&outcomes[..3], "ft", 4.0);
+    assert!(m.cells.iter().all(|c| c.to_bound.is_none()));
+    assert!(m.summary.iter().all(|s| s.geomean_to_bound.is_none()));
 }
