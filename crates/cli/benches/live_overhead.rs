@@ -4,7 +4,9 @@
 //! Runs a program that touches 256 MiB and then computes for about 20 s, once alone and once
 //! under `rondpoint run` (1 s epochs, Carrefour, the page-fault sampler), and prints rondpoint's
 //! CPU time as a share of one core and the program's slowdown as a ratio, measured in the same
-//! run. Target (issue 5): under 1% of one core. On a one-node machine the 4-node fixture
+//! run. Targets: under 1% of one core (issue 5), under 0.5% and the program within 1% of its
+//! time alone (issue 38; the second is within the noise of a shared 2-core VM, where two runs
+//! of the program alone differ by several percent). On a one-node machine the 4-node fixture
 //! topology is used, so that rondpoint samples, queries and decides as it would on a NUMA
 //! machine (it has nothing to move there).
 
@@ -49,10 +51,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     let samples = report["stats"]["samples"].as_u64().unwrap_or(0);
     println!(
         "rondpoint managing a busy program: {cpu:.3} s CPU over {wall:.1} s = {:.2}% of one core \
-         ({samples} samples, {} epochs); target under 1%: {:.2}x the target",
+         ({samples} samples, {} epochs); target under 0.5%: {:.2}x the target",
         100.0 * cpu / wall,
         report["epochs"],
-        (100.0 * cpu / wall) / 1.0
+        (100.0 * cpu / wall) / 0.5
     );
     println!(
         "program alone {t_alone:.2} s, managed {t_managed:.2} s: {:.3}x",

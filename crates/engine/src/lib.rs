@@ -14,7 +14,7 @@ mod clock;
 mod rate;
 pub mod record;
 
-pub use clock::{Clock, VirtualClock, WallClock};
+pub use clock::{Clock, Poll, VirtualClock, WallClock};
 pub use rate::RateLimits;
 
 use rondpoint_model::{
@@ -313,14 +313,15 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         clock.wait_until_or(target, &mut || {
             end = stopping.poll(config.stop.as_ref(), machine);
             if end || machine.poll_finished() {
-                return true;
+                return Poll::Done;
             }
             drained.clear();
             machine.drain_samples(&mut drained);
-            if !drained.is_empty() {
-                policy.ingest(machine.topology(), epoch, &drained);
+            if drained.is_empty() {
+                return Poll::Quiet;
             }
-            false
+            policy.ingest(machine.topology(), epoch, &drained);
+            Poll::Active
         });
         if end || stopping.poll(config.stop.as_ref(), machine) {
             acct.stopped = true;

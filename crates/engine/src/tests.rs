@@ -331,10 +331,26 @@ fn wall_clock_wakes_early_when_done() {
     let mut polls = 0;
     c.wait_until_or(60_000_000_000, &mut || {
         polls += 1;
-        polls >= 3
+        if polls >= 3 { Poll::Done } else { Poll::Active }
     });
     assert!(c.now_ns() < 5_000_000_000, "returned early");
     assert_eq!(polls, 3);
+}
+
+#[test]
+fn wall_clock_polls_less_often_while_nothing_happens() {
+    use std::time::Duration;
+    let ms = Duration::from_millis;
+    let mut slice = WallClock::ACTIVE_SLICE;
+    let mut quiet = Vec::new();
+    for _ in 0..4 {
+        slice = WallClock::next_slice(slice, Poll::Quiet).unwrap();
+        quiet.push(slice);
+    }
+    assert_eq!(quiet, [ms(50), ms(100), ms(100), ms(100)]);
+    // Work brings it back to the short interval at once; the end stops it.
+    assert_eq!(WallClock::next_slice(slice, Poll::Active), Some(ms(25)));
+    assert_eq!(WallClock::next_slice(slice, Poll::Done), None);
 }
 
 #[test]
@@ -406,11 +422,11 @@ impl Clock for Waking {
     fn wait_until(&mut self, t_ns: u64) {
         self.now = self.now.max(t_ns);
     }
-    fn wait_until_or(&mut self, t_ns: u64, done: &mut dyn FnMut() -> bool) {
+    fn wait_until_or(&mut self, t_ns: u64, poll: &mut dyn FnMut() -> Poll) {
         let start = self.now;
         for k in 1..=self.wakes {
             self.now = start + (t_ns - start) * k / (self.wakes + 1);
-            if done() {
+            if poll() == Poll::Done {
                 return;
             }
         }

@@ -63,6 +63,9 @@ pub struct TaskStat {
     pub stime_ticks: u64,
     /// Field 20.
     pub num_threads: u64,
+    /// Field 24: resident set size in pages, the whole address space's (the kernel's counters,
+    /// read without walking page tables); absent on a line too short to have it.
+    pub rss_pages: Option<u64>,
     /// Field 39: the CPU the task last ran on (absent only on kernels older than 2.5.19).
     pub processor: Option<CpuId>,
 }
@@ -591,6 +594,11 @@ fn parse_stat(text: &str) -> Result<TaskStat, Invalid> {
         utime_ticks: stat_field(&rest, 14, "utime")?,
         stime_ticks: stat_field(&rest, 15, "stime")?,
         num_threads: stat_field(&rest, 20, "num_threads")?,
+        rss_pages: if rest.len() >= 22 {
+            Some(stat_field(&rest, 24, "rss")?)
+        } else {
+            None
+        },
         processor: if rest.len() >= 37 {
             Some(CpuId(stat_field(&rest, 39, "processor")?))
         } else {

@@ -87,6 +87,7 @@ fn stat_of_every_process() {
             utime_ticks: 312,
             stime_ticks: 148,
             num_threads: 1,
+            rss_pages: Some(8565),
             processor: Some(CpuId(5)),
         })
     );
@@ -101,6 +102,7 @@ fn stat_of_every_process() {
             utime_ticks: 10012,
             stime_ticks: 601,
             num_threads: 4,
+            rss_pages: Some(8565),
             processor: Some(CpuId(2)),
         })
     );
@@ -131,6 +133,7 @@ fn comm_with_spaces_and_parentheses() {
             utime_ticks: 50,
             stime_ticks: 7,
             num_threads: 1,
+            rss_pages: Some(8565),
             processor: Some(CpuId(13)),
         })
     );

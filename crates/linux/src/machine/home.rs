@@ -5,24 +5,27 @@ use super::LinuxMachine;
 use crate::actuate;
 use crate::sys::Sys;
 use rondpoint_model::{Action, NodeId, Pid, Sample};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
 
 impl<S: Sys> LinuxMachine<S> {
     /// Where each sampled page is now (one move_pages query per process, within what is left
     /// of the epoch's `max_queried_pages`).
     pub(super) fn fill_home_nodes(&mut self, samples: &mut [Sample]) {
-        let mut pages: BTreeMap<Pid, BTreeSet<u64>> = BTreeMap::new();
+        // Each process's distinct pages, in the order first sampled, within the budget.
+        let mut pages: BTreeMap<Pid, Vec<u64>> = BTreeMap::new();
+        let mut seen: FxHashSet<(Pid, u64)> = FxHashSet::default();
         let mut budget = self.config.max_queried_pages.saturating_sub(self.queried);
         for s in samples.iter() {
-            let set = pages.entry(s.pid).or_default();
-            if budget > 0 && set.insert(s.page()) {
+            if budget > 0 && seen.insert((s.pid, s.page())) {
+                pages.entry(s.pid).or_default().push(s.page());
                 budget -= 1;
                 self.queried += 1;
             }
         }
-        let mut home: HashMap<(Pid, u64), NodeId> = HashMap::new();
-        for (pid, set) in pages {
-            let addrs: Vec<u64> = set.into_iter().collect();
+        let mut home: FxHashMap<(Pid, u64), NodeId> = FxHashMap::default();
+        for (pid, mut addrs) in pages {
+            addrs.sort_unstable();
             if let Ok(status) = actuate::query(&mut self.sys, pid, &addrs) {
                 for (a, s) in addrs.iter().zip(status) {
                     if s >= 0 {
@@ -35,7 +38,7 @@ impl<S: Sys> LinuxMachine<S> {
         // was moved by the kernel: with NUMA balancing, on a hinting fault, to the faulting
         // node. That fault (the first sample from the page's new node) reached the page where
         // it was before; reading the node after the move would make it look local.
-        let mut pre_move: HashMap<(Pid, u64), NodeId> = HashMap::new();
+        let mut pre_move: FxHashMap<(Pid, u64), NodeId> = FxHashMap::default();
         for (&key, &now) in &home {
             if let Some(&before) = self.last_seen_node.get(&key) {
                 if before != now {

@@ -42,6 +42,7 @@ use rondpoint_model::{
     Action, Capabilities, NodeId, Observation, Outcome, Pid, ProcessInfo, Sample, SamplingRequest,
     Tid, Topology,
 };
+use rustc_hash::FxHashMap;
 use sampler::Sampler;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -103,6 +104,13 @@ pub struct LiveConfig {
     /// Where the per-process locks live (machine/locks.rs): every rondpoint of the machine
     /// must use the same one; `None` locks nothing (tests on the fake kernel).
     pub lock_dir: Option<PathBuf>,
+    /// A process's memory per node (numa_maps) and THP mappings (smaps) are read again after
+    /// at most this many epochs (1: every epoch); sooner when its resident size changed by
+    /// more than a thirty-second or 4 MiB, or rondpoint changed its pages or policies. Each read
+    /// makes the kernel walk the process's page tables, the largest part of rondpoint's own
+    /// cost on a busy machine. Chosen: 10, a 10 s delay at 1 s epochs for the kernel's own
+    /// moves (NUMA balancing, khugepaged), which change neither.
+    pub memory_refresh_epochs: u64,
 }
 
 impl Default for LiveConfig {
@@ -115,6 +123,7 @@ impl Default for LiveConfig {
             nominal_ghz: 2.5,
             reserve_free_bytes: 64 << 20,
             lock_dir: None,
+            memory_refresh_epochs: 10,
         }
     }
 }
@@ -140,6 +149,8 @@ pub struct LinuxMachine<S: Sys> {
     signals: Signals,
     stats: LiveStats,
     thp: HashMap<Pid, Vec<ThpMapping>>,
+    /// What was last read of each managed process's memory, and which are due a new read.
+    memory: process::MemoryReads,
     /// Whether it launches its program (allocation policies can be set only then).
     launches: bool,
     /// What this machine can observe and do, probed the first time the engine asks.
@@ -148,7 +159,7 @@ pub struct LinuxMachine<S: Sys> {
     hw: Option<hwcounters::HwCounters>,
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
-    last_seen_node: HashMap<(Pid, u64), NodeId>,
+    last_seen_node: FxHashMap<(Pid, u64), NodeId>,
     /// The samples drained during the current epoch (the engine's drains), which its
     /// observation lists first.
     drained: Vec<Sample>,
@@ -215,7 +226,8 @@ impl<S: Sys> LinuxMachine<S> {
             stats: LiveStats::default(),
             balancing_at_start,
             thp: HashMap::new(),
-            last_seen_node: HashMap::new(),
+            memory: process::MemoryReads::default(),
+            last_seen_node: FxHashMap::default(),
             drained: Vec::new(),
             queried: 0,
             cpu_ticks: HashMap::new(),
@@ -333,6 +345,12 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.refresh_managed();
         self.attach_sampler();
         self.attach_counters();
+        self.memory.plan(
+            &self.proc,
+            &self.managed,
+            self.epoch,
+            self.config.memory_refresh_epochs,
+        );
         self.refresh_thp();
         let tail = self.collect_samples();
         self.stats.samples += tail.len() as u64;
@@ -351,7 +369,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.follow_new_threads(&threads_of);
         let counters = self.counters(&samples, &threads_of, duration_ns);
         let lar = Self::lar(&samples);
-        let processes = self.process_infos(threads_of);
+        let processes = self.observe_process_infos(threads_of);
         if !self.managed.is_empty() {
             self.stats
                 .record_epoch(&processes, self.topology.len(), lar);
@@ -413,6 +431,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 _ => Vec::new(),
             };
             self.forget_moved_pages(a);
+            self.memory.changed(pid);
             if let Action::MoveNodePages {
                 pid,
                 from,

@@ -10,6 +10,7 @@ const MEMHOG: Pid = Pid(4242);
 const HEAP: u64 = 0x55d4_ca1f_2000;
 
 mod capabilities;
+mod memory;
 mod policies;
 
 fn topo() -> Topology {
