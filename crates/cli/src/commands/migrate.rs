@@ -4,6 +4,7 @@ use crate::format;
 use anyhow::{Result, bail};
 use clap::Args;
 use rondpoint_linux::actuate;
+use rondpoint_linux::procfs::ProcRoot;
 use rondpoint_linux::sys::{Errno, RealSys};
 use rondpoint_linux::thp::{self, ThpMapping};
 use rondpoint_model::{NodeId, Pid};
@@ -87,12 +88,7 @@ pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
     crate::options::check_process(args.pid)?;
     check_nodes(args)?;
     let mappings = data_mappings(args.pid)?;
-    let thp_maps = rondpoint_safeio::read_system_text(std::path::Path::new(&format!(
-        "/proc/{}/smaps",
-        args.pid
-    )))
-    .map(|t| thp::parse_smaps(&t))
-    .unwrap_or_default();
+    let thp_maps = thp_mappings(Pid(args.pid));
     let pages = page_addresses(&mappings, &thp_maps);
     let report = move_pages(args, &pages, &thp_maps)?;
     if args.json {
@@ -111,6 +107,21 @@ pub fn run(args: &MigrateArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The process's THP-backed mappings: from its full smaps only when its rollup shows any
+/// (each read walks its page tables; smaps formats every mapping besides).
+fn thp_mappings(pid: Pid) -> Vec<ThpMapping> {
+    let proc = ProcRoot::new("/proc");
+    match proc.thp_bytes(pid) {
+        Ok(Some(0)) => Vec::new(),
+        _ => proc
+            .smaps(pid)
+            .ok()
+            .flatten()
+            .map(|t| thp::parse_smaps(&t))
+            .unwrap_or_default(),
+    }
 }
 
 /// Refuses nodes the machine does not have, before anything is read or moved.
@@ -148,19 +159,23 @@ fn move_pages(args: &MigrateArgs, pages: &[u64], thp_maps: &[ThpMapping]) -> Res
     let from_ok = |n: i32| {
         n >= 0 && n != to && (args.from.is_empty() || args.from.iter().any(|&f| i32::from(f) == n))
     };
-    let todo: Vec<u64> = pages
+    // The pages to move, with where they are (the move need not ask again).
+    let (todo, todo_now): (Vec<u64>, Vec<i32>) = pages
         .iter()
         .zip(&now)
         .filter(|&(_, &n)| from_ok(n))
-        .map(|(&p, _)| p)
-        .collect();
+        .map(|(&p, &n)| (p, n))
+        .unzip();
     let mut moved = 0u64;
     let mut bytes = 0u64;
     let mut failures: BTreeMap<String, u64> = BTreeMap::new();
-    for batch in todo.chunks(actuate::BATCH) {
+    for (batch, before) in todo
+        .chunks(actuate::BATCH)
+        .zip(todo_now.chunks(actuate::BATCH))
+    {
         let t0 = Instant::now();
         let targets = vec![to; batch.len()];
-        let r = actuate::move_pages_to(&mut sys, pid, batch, &targets)
+        let r = actuate::move_pages_from(&mut sys, pid, batch, before, &targets)
             .map_err(|e| refused("moving", args.pid, e))?;
         moved += r.moved;
         let batch_bytes: u64 = batch
