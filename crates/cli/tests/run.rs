@@ -131,6 +131,34 @@ fn missing_program_and_bad_configuration_are_explained() {
     rondpoint(&["run"]).assert().code(2);
 }
 
+/// N-MASS with profiled MPKIs and no profile for the program: refused by name before the
+/// program starts (nothing would count its misses; it would be mapped on MPKI 0).
+#[test]
+fn n_mass_on_profiles_refuses_a_program_without_one_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--policy",
+            "n-mass",
+            "--set",
+            "n-mass.inputs.mpki=profile",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "touch", marker.to_str().unwrap()]);
+        rondpoint(&args).assert()
+    };
+    run(&[]).code(2).stderr(predicate::str::contains(
+        "program 'touch' has no profiled MPKI: give inputs.profile.touch.mpki",
+    ));
+    assert!(!marker.exists(), "the program ran although refused");
+    run(&["--set", "n-mass.inputs.profile.touch.mpki=2"]).success();
+    assert!(marker.exists());
+}
+
 #[test]
 fn sigterm_is_passed_on_to_the_program_and_the_report_still_printed() {
     let bin = assert_cmd::cargo::cargo_bin("rondpoint");

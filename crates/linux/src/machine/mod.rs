@@ -328,10 +328,10 @@ impl<S: Sys> Machine for LinuxMachine<S> {
     }
 
     fn processes(&self) -> Vec<ProcessInfo> {
-        if self.launch.is_some() {
+        if let Some(argv) = &self.launch {
             return vec![ProcessInfo {
                 pid: PENDING,
-                comm: "(about to start)".into(),
+                comm: future_comm(argv),
                 threads: Vec::new(),
                 resident_bytes_by_node: vec![0; self.topology.len()],
                 mapping_policies: Vec::new(),
@@ -492,6 +492,23 @@ impl<S: Sys> Machine for LinuxMachine<S> {
     fn interrupt(&mut self, signal: i32) {
         let _ = stop(self, if signal > 0 { signal } else { libc::SIGTERM });
     }
+}
+
+/// The command name the kernel will give the program `argv` launches: its file name, cut to
+/// the 15 bytes of TASK_COMM_LEN less its terminating nul (what policies keyed by program name,
+/// N-MASS's profiles, will see once it runs).
+fn future_comm(argv: &[OsString]) -> String {
+    let name = argv
+        .first()
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_string()
 }
 
 /// Kills and reaps what is left of a launched program (used when rondpoint itself is stopped).

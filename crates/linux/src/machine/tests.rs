@@ -506,9 +506,11 @@ fn launch_applies_the_start_allocation_policy_before_exec() {
         FakeSys::new(),
         topo(),
         config(),
-        vec!["prog".into(), "-x".into()],
+        vec!["/usr/bin/prog".into(), "-x".into()],
     );
+    // Before it starts, the program is named as the kernel will name it.
     assert_eq!(m.processes()[0].pid, PENDING);
+    assert_eq!(m.processes()[0].comm, "prog");
     let out = m
         .start(&[Action::SetMemPolicy {
             pid: PENDING,
@@ -521,7 +523,7 @@ fn launch_applies_the_start_allocation_policy_before_exec() {
     assert_eq!(
         m.sys().calls[0],
         Call::Spawn {
-            argv: vec!["prog".into(), "-x".into()],
+            argv: vec!["/usr/bin/prog".into(), "-x".into()],
             policy: Some((MemPolicyMode::Interleave, vec![0, 1, 3]))
         }
     );

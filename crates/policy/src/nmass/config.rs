@@ -52,7 +52,8 @@ pub struct Inputs {
     /// program with no profiled penalty gets the regression's estimate (ours).
     pub penalty: PenaltySource,
     /// `"measured"` or `"profile"`. Default `"measured"`, the design (§3.4) and the only way
-    /// on a live machine without profiles; a program with no profiled MPKI is measured.
+    /// on a live machine without profiles. With `"profile"` every program needs a profiled
+    /// MPKI: one without is refused by name (nothing counts its misses in that mode).
     pub mpki: MpkiSource,
     /// Profiling results by program (command name). Default empty: `rondpoint sim` fills in,
     /// for the workload's programs not given here, what it measures the paper's way (each
@@ -114,6 +115,17 @@ impl Inputs {
                 .get(comm)
                 .is_some_and(|p| p.numa_penalty.is_some());
         refine || !profiled_np
+    }
+
+    /// With MPKIs from profiles, the first of `comms` without a profiled MPKI.
+    pub(crate) fn unprofiled<'a>(
+        &self,
+        mut comms: impl Iterator<Item = &'a str>,
+    ) -> Option<&'a str> {
+        if self.mpki != MpkiSource::Profile {
+            return None;
+        }
+        comms.find(|c| self.profile.get(*c).and_then(|p| p.mpki).is_none())
     }
 
     /// Whether a machine must count MPKI for these inputs whatever the programs.

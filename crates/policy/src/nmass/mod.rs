@@ -228,7 +228,19 @@ impl Policy for NMass {
     }
 
     fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
-        check_fits(topology, processes.len())
+        check_fits(topology, processes.len())?;
+        match self
+            .inputs
+            .unprofiled(processes.iter().map(|p| p.comm.as_str()))
+        {
+            // Not counted (the counters follow the mode), its MPKI would be taken as 0.
+            Some(comm) => Err(Refusal(format!(
+                "inputs.mpki = \"profile\" but program '{comm}' has no profiled MPKI: give \
+                 inputs.profile.{comm}.mpki (its MPKI alone and local, [Majo11 §3.2]), or \
+                 inputs.mpki = \"measured\""
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Hardware counters when the decisions read a measured MPKI (a live machine counts only

@@ -279,3 +279,28 @@ fn with_profiled_mpki_the_whole_mapping_is_decided_at_start_and_kept() {
     );
     assert!(p.decide(&t, &observed(&procs, &[50.0, 50.0])).is_empty());
 }
+
+#[test]
+fn with_profiled_mpki_a_program_without_a_profile_is_refused_by_name() {
+    let mut c = NMassConfig::default();
+    c.inputs.mpki = MpkiSource::Profile;
+    c.inputs.profile.insert(
+        "a".into(),
+        Profile {
+            numa_penalty: Some(1.3),
+            mpki: Some(10.0),
+        },
+    );
+    // "b" has a penalty but no MPKI: nothing would count it, and it would map on MPKI 0.
+    c.inputs.profile.insert("b".into(), np(1.2));
+    let mut p = NMass::refined(c).unwrap();
+    let t = topo();
+    let why = p
+        .accepts(&t, &[process(1, "a", 4, 0), process(2, "b", 5, 0)])
+        .unwrap_err();
+    assert!(why.0.contains("'b' has no profiled MPKI"), "{}", why.0);
+    assert!(why.0.contains("inputs.profile.b.mpki"), "{}", why.0);
+    assert!(p.accepts(&t, &[process(1, "a", 4, 0)]).is_ok());
+    // With measured MPKIs no profile is needed.
+    assert!(n_mass().accepts(&t, &[process(3, "c", 4, 0)]).is_ok());
+}
