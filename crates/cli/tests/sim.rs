@@ -492,3 +492,35 @@ fn json_records_the_options_and_the_actions_a_rate_limit_skipped() {
         "{table}"
     );
 }
+
+/// A binding the user asked for is never overridden: WL1 with every program's memory bound to
+/// node 1 (`--allocation-map 1111`), nothing overflowing, ends with all of it on node 1 under
+/// every remote-placement policy, as under first-touch (issue 39).
+#[test]
+fn remote_placement_keeps_a_programs_own_binding() {
+    let out = stdout(&[
+        "sim",
+        "-q",
+        "--json",
+        "-m",
+        "nehalem-e5520-2s",
+        "-w",
+        "examples/scenarios/nmass/wl1.toml",
+        "--allocation-map",
+        "1111",
+        "-p",
+        "first-touch,hybrid,usage-aware,ua-dm",
+    ]);
+    let j: Value = serde_json::from_str(&out).unwrap();
+    for r in j["runs"].as_array().unwrap() {
+        for a in r["apps"].as_array().unwrap() {
+            let on = |n: usize| a["bytes_by_node"][n].as_u64().unwrap();
+            assert!(
+                on(1) > 0 && on(0) == 0,
+                "{} / {}: {a}",
+                r["policy"],
+                a["name"]
+            );
+        }
+    }
+}

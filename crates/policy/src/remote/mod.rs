@@ -15,6 +15,10 @@
 //! policy sets [`MemPolicy::Overflow`] before the programs start; elsewhere (a live Linux
 //! machine) it lets the kernel fall back and moves the overflow where the rule would have put
 //! it (`reactive`). `mode` chooses; `auto` takes allocation where the machine has it.
+//!
+//! A process whose memory is bound by its user (`numactl --membind`, a scenario's `membind`:
+//! an explicit bind policy on its mappings) is left alone by all of them: its placement is
+//! what was asked for, not overflow to place ([`user_placed`]).
 
 pub mod dm;
 mod reactive;
@@ -26,7 +30,7 @@ use dm::{DmConfig, Rebalancer};
 use reactive::{Limits, Reactive};
 use rondpoint_model::{
     Action, Capabilities, Capability, MemPolicy, Need, NodeTiers, Observation, OverflowSpread,
-    ProcessInfo, SamplingRequest, Support, Topology,
+    PolicyMode, ProcessInfo, SamplingRequest, Support, Topology,
 };
 use rondpoint_policy_api::bounds::{Bounds, FRACTION, MOVE_MIB, PERCENT, ParamBounds};
 use serde::{Deserialize, Serialize};
@@ -290,6 +294,14 @@ pub(crate) fn ua_dm(c: UaDmConfig) -> RemotePlacement {
 }
 
 /// Linux's automatic NUMA balancing at its defaults.
+/// Whether the user bound a process's memory (an explicit bind policy on any of its
+/// mappings): remote placement never overrides it.
+pub(crate) fn user_placed(p: &ProcessInfo) -> bool {
+    p.mapping_policies
+        .iter()
+        .any(|m| m.mode == PolicyMode::Bind)
+}
+
 fn linux_autonuma() -> AutoNuma {
     AutoNuma::linux_defaults()
 }
@@ -343,6 +355,7 @@ impl Policy for RemotePlacement {
         let tiers = p.tiers(topology).to_vec();
         processes
             .iter()
+            .filter(|x| !user_placed(x))
             .map(|x| Action::SetMemPolicy {
                 pid: x.pid,
                 policy: MemPolicy::Overflow {
@@ -368,8 +381,16 @@ impl Policy for RemotePlacement {
         }
         if let Some(r) = &mut self.rebalancer {
             let placement = self.placement.as_ref();
-            let busy =
-                |pid| placement.is_some_and(|p| !p.at_allocation && !p.reactive.is_settled(pid));
+            let bound: Vec<_> = observation
+                .processes
+                .iter()
+                .filter(|p| user_placed(p))
+                .map(|p| p.pid)
+                .collect();
+            let busy = |pid| {
+                bound.contains(&pid)
+                    || placement.is_some_and(|p| !p.at_allocation && !p.reactive.is_settled(pid))
+            };
             actions.extend(r.decide(topology, observation, busy));
         }
         actions

@@ -78,6 +78,41 @@ fn auto_mode_places_at_allocation_where_the_machine_can_and_moves_pages_elsewher
 }
 
 #[test]
+fn a_process_whose_user_bound_its_memory_is_left_alone() {
+    let t = topo();
+    let mut bound = process(2, 0, vec![16 * GIB, 4 * GIB, 0, 0]);
+    bound.mapping_policies = vec![rondpoint_model::MappingPolicy {
+        start: 0x1000,
+        end: 0x2000,
+        mode: PolicyMode::Bind,
+        nodes: vec![NodeId(0), NodeId(1)],
+        numa_balancing: false,
+    }];
+    let free = process(1, 0, vec![16 * GIB, 4 * GIB, 0, 0]);
+    // At allocation: the free process gets the overflow policy, the bound one nothing.
+    let mut p = usage_aware(UsageAwareConfig::default());
+    p.configure(&Capabilities::all());
+    let start = p.start(&t, &[free.clone(), bound.clone()]);
+    assert_eq!(start.len(), 1, "{start:?}");
+    assert_eq!(start[0].pid(), Pid(1));
+    // Moving overflow after the fact: the bound process's pages on node 1 stay.
+    let mut p = usage_aware(UsageAwareConfig::default());
+    p.configure(&live());
+    let o = Observation {
+        memory: (0..4)
+            .map(|n| NodeMemory {
+                node: NodeId(n),
+                total_bytes: 16 * GIB,
+                free_bytes: if n < 2 { 0 } else { 8 * GIB },
+            })
+            .collect(),
+        processes: vec![bound],
+        ..Observation::default()
+    };
+    assert!(p.decide(&t, &o).is_empty());
+}
+
+#[test]
 fn needs_follow_the_mode_and_refuse_what_the_machine_lacks() {
     let none = Capabilities::none();
     let allocation = hybrid(HybridConfig {

@@ -91,7 +91,11 @@ impl Reactive {
         let mut actions = Vec::new();
         self.processes
             .retain(|pid, _| observation.processes.iter().any(|p| p.pid == *pid));
-        for p in &observation.processes {
+        for p in observation
+            .processes
+            .iter()
+            .filter(|p| !super::user_placed(p))
+        {
             let Some(layout) = Layout::of(topology, p, tiers) else {
                 continue;
             };
