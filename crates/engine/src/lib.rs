@@ -261,6 +261,33 @@ impl Accounting {
     pub fn actions_skipped(&self) -> u64 {
         self.by_technique.values().map(|t| t.skipped).sum()
     }
+
+    /// One line for each technique some of whose actions failed outright: how many of how
+    /// many, and why (a policy whose pins all failed would otherwise look like one that chose
+    /// not to act).
+    pub fn failure_notes(&self) -> Vec<String> {
+        self.by_technique
+            .iter()
+            .filter(|(_, t)| t.failed > 0)
+            .map(|(name, t)| {
+                let why: Vec<&str> = t
+                    .pages_failed_by_reason
+                    .keys()
+                    .map(String::as_str)
+                    .collect();
+                format!(
+                    "{} of {} {name} actions failed{}",
+                    t.failed,
+                    t.actions,
+                    if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", why.join("; "))
+                    }
+                )
+            })
+            .collect()
+    }
 }
 
 /// One epoch as the engine saw it, for progress output and action logs.

@@ -176,7 +176,12 @@ pub(crate) fn run_on(
         apps,
         memory,
         multiprogram: None,
-        notes: acct.notes,
+        notes: acct
+            .notes
+            .iter()
+            .cloned()
+            .chain(acct.failure_notes())
+            .collect(),
     })
 }
 
