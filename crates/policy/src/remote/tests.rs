@@ -24,6 +24,21 @@ pub(super) fn process(pid: i32, home: u16, resident: Vec<u64>) -> ProcessInfo {
     }
 }
 
+/// An observation of `processes` on four 16 GiB nodes, nodes 0 and 1 full, 2 and 3 half free.
+fn full_nodes(processes: Vec<ProcessInfo>) -> Observation {
+    Observation {
+        memory: (0..4)
+            .map(|n| NodeMemory {
+                node: NodeId(n),
+                total_bytes: 16 * GIB,
+                free_bytes: if n < 2 { 0 } else { 8 * GIB },
+            })
+            .collect(),
+        processes,
+        ..Observation::default()
+    }
+}
+
 /// The live backend: page migration, no allocation-time overflow placement.
 fn live() -> Capabilities {
     Capabilities::all().with(
@@ -58,17 +73,7 @@ fn auto_mode_places_at_allocation_where_the_machine_can_and_moves_pages_elsewher
     assert!(!p.places_at_allocation());
     assert!(p.start(&t, &procs).is_empty());
     // The kernel put the overflow on node 1: moved where usage-aware wants it.
-    let o = Observation {
-        memory: (0..4)
-            .map(|n| NodeMemory {
-                node: NodeId(n),
-                total_bytes: 16 * GIB,
-                free_bytes: if n < 2 { 0 } else { 8 * GIB },
-            })
-            .collect(),
-        processes: vec![process(1, 0, vec![16 * GIB, 4 * GIB, 0, 0])],
-        ..Observation::default()
-    };
+    let o = full_nodes(vec![process(1, 0, vec![16 * GIB, 4 * GIB, 0, 0])]);
     let a = p.decide(&t, &o);
     assert!(!a.is_empty());
     assert!(a.iter().all(|x| matches!(
@@ -98,17 +103,7 @@ fn a_process_whose_user_bound_its_memory_is_left_alone() {
     // Moving overflow after the fact: the bound process's pages on node 1 stay.
     let mut p = usage_aware(UsageAwareConfig::default());
     p.configure(&live());
-    let o = Observation {
-        memory: (0..4)
-            .map(|n| NodeMemory {
-                node: NodeId(n),
-                total_bytes: 16 * GIB,
-                free_bytes: if n < 2 { 0 } else { 8 * GIB },
-            })
-            .collect(),
-        processes: vec![bound],
-        ..Observation::default()
-    };
+    let o = full_nodes(vec![bound]);
     assert!(p.decide(&t, &o).is_empty());
 }
 
