@@ -18,7 +18,7 @@
 //!
 //! A process whose memory is bound by its user (`numactl --membind`, a scenario's `membind`:
 //! an explicit bind policy on its mappings) is left alone by all of them: its placement is
-//! what was asked for, not overflow to place ([`user_placed`]).
+//! what was asked for, not overflow to place (`user_placed`).
 
 pub mod dm;
 mod reactive;
