@@ -576,8 +576,8 @@ check_calibrate() {
 # Benchmark (not a check): move_pages throughput of `rondpoint migrate` (batched per node,
 # verified) against numactl's migratepages (one migrate_pages call), moving the same 128 MiB
 # between nodes in the same boot, three times in turn (rondpoint to node 1, numactl from 1 to
-# 2, ...). Under TCG absolute speeds mean little and vary by half between runs; the median of
-# the three ratios is the point.
+# 2, ...), each rate over the bytes that tool moved. Under TCG absolute speeds mean little and
+# vary by half between runs; the median of the three ratios is the point.
 bench_migrate() {
     balancing 0; thp never
     rondpoint-mgen touch --mib 128 --secs 120 > /tmp/mgen.out &
@@ -593,13 +593,24 @@ bench_migrate() {
         migratepages "$p" 1 2 >/dev/null 2>&1
         t2=$(cut -d' ' -f1 /proc/uptime)
         rb=$(echo "$r" | sed -n 's/.*"bytes_moved": \([0-9]*\).*/\1/p')
-        one=$(echo "${rb:-0} $t0 $t1 $t2" | awk '{
-            if ($1 > 0 && $3 > $2 && $4 > $3) printf "%.0f %.0f %.2f", $1 / 1e6 / ($3 - $2), $1 / 1e6 / ($4 - $3), ($4 - $3) / ($3 - $2)
+        # What migratepages moved: the process's bytes on node 2 now (rondpoint had moved
+        # everything to node 1 before; a full node 2 takes less).
+        mb=$(awk '{ n = 0; k = 4
+                    for (i = 1; i <= NF; i++) {
+                        if ($i ~ /^N2=/) { split($i, a, "="); n = a[2] }
+                        if ($i ~ /^kernelpagesize_kB=/) { split($i, b, "="); k = b[2] }
+                    }
+                    s += n * k * 1024 } END { print s + 0 }' "/proc/$p/numa_maps")
+        one=$(echo "${rb:-0} ${mb:-0} $t0 $t1 $t2" | awk '{
+            if ($1 > 0 && $2 > 0 && $4 > $3 && $5 > $4) {
+                r = $1 / 1e6 / ($4 - $3); m = $2 / 1e6 / ($5 - $4)
+                printf "%.0f %.0f %.2f %.0f %.0f", r, m, r / m, $1 / 1e6, $2 / 1e6
+            }
         }')
         [ -n "$one" ] || { line="no measurement ($r)"; break; }
         set -- $one
         ratios="$ratios $3"
-        line="$line${line:+; }$1 vs $2 MB/s"
+        line="$line${line:+; }$1 vs $2 MB/s ($4 vs $5 MB)"
         bytes=$rb
     done
     kill "$p" 2>/dev/null; wait "$p" 2>/dev/null
