@@ -171,4 +171,17 @@ impl<'a> Evaluator<'a> {
     pub(crate) fn misses(&self, t: usize) -> f64 {
         self.problem.threads[t].instructions * self.mpki[t] / 1000.0
     }
+
+    /// Per group, the misses the threads of each node make on it over the run (a thread that
+    /// never misses counts for a trace, so that its private data still has an owner).
+    pub(crate) fn misses_by_node(&self) -> Vec<Vec<f64>> {
+        let mut by_node = vec![vec![0.0; self.spec.nodes()]; self.problem.groups.len()];
+        for (t, th) in self.problem.threads.iter().enumerate() {
+            let misses = self.misses(t).max(1e-12);
+            for &(g, w) in &th.weights {
+                by_node[g][th.node] += w * misses;
+            }
+        }
+        by_node
+    }
 }

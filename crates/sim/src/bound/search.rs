@@ -57,7 +57,7 @@ pub(crate) fn search(
     let first_touch_ns = first.objective;
     let mut best = (problem.first_touch.clone(), first);
     for seed in [
-        by_accessors(problem, &ev, spec),
+        by_accessors(problem, &ev),
         interleaved(problem, spec, true),
         interleaved(problem, spec, false),
     ] {
@@ -83,15 +83,8 @@ pub(crate) fn search(
 
 /// Each group spread over the nodes whose threads use it, in proportion to their misses on it
 /// (co-location for a private group).
-fn by_accessors(problem: &Problem, ev: &Evaluator<'_>, spec: &MachineSpec) -> Layout {
-    let mut shares = vec![vec![0.0; spec.nodes()]; problem.groups.len()];
-    for (t, th) in problem.threads.iter().enumerate() {
-        let misses = ev.misses(t).max(1e-12);
-        for &(g, w) in &th.weights {
-            shares[g][th.node] += w * misses;
-        }
-    }
-    shares
+fn by_accessors(problem: &Problem, ev: &Evaluator<'_>) -> Layout {
+    ev.misses_by_node()
         .into_iter()
         .zip(&problem.first_touch)
         .map(|(s, ft)| normalised(s).unwrap_or_else(|| ft.clone()))
@@ -221,12 +214,7 @@ fn replicate(
     est: &mut Estimate,
 ) -> bool {
     let n = problem.room.len();
-    let mut by_node = vec![vec![0.0; n]; problem.groups.len()];
-    for (t, th) in problem.threads.iter().enumerate() {
-        for &(g, w) in &th.weights {
-            by_node[g][th.node] += w * ev.misses(t);
-        }
-    }
+    let by_node = ev.misses_by_node();
     let mut candidates: Vec<(usize, u64, f64)> = problem
         .groups
         .iter()

@@ -88,7 +88,6 @@ impl SimMachine {
             epoch: 0,
             restart: false,
             layout: None,
-            layout_groups: Vec::new(),
             now_ns: 0.0,
             warm: None,
             sampling: SamplingRequest::NONE,

@@ -10,24 +10,24 @@ use std::collections::HashMap;
 impl SimMachine {
     /// The placement problem of this machine's scenario, as it stands before the run.
     pub(crate) fn problem(&self) -> Problem {
-        let mut groups = Vec::new();
-        let mut index: HashMap<(usize, usize, usize), usize> = HashMap::new();
-        for (ai, app) in self.apps.iter().enumerate() {
-            for (ri, (region, model)) in app.regions.iter().zip(&app.models).enumerate() {
-                for b in 0..region.blocks() {
-                    let (start, end) = region.block_range(b);
-                    index.insert((ai, ri, b), groups.len());
-                    groups.push(Group {
-                        app: ai,
-                        region: ri,
-                        block: b,
-                        pages: (end - start) as u64,
-                        page_bytes: region.page_size.bytes() as f64,
-                        written: model.write_ratio > 0.0,
-                    });
+        let keys = self.group_keys();
+        let index: HashMap<(usize, usize, usize), usize> =
+            keys.iter().enumerate().map(|(g, &k)| (k, g)).collect();
+        let groups: Vec<Group> = keys
+            .iter()
+            .map(|&(ai, ri, b)| {
+                let region = &self.apps[ai].regions[ri];
+                let (start, end) = region.block_range(b);
+                Group {
+                    app: ai,
+                    region: ri,
+                    block: b,
+                    pages: (end - start) as u64,
+                    page_bytes: region.page_size.bytes() as f64,
+                    written: self.apps[ai].models[ri].write_ratio > 0.0,
                 }
-            }
-        }
+            })
+            .collect();
         let threads = (0..self.threads.len())
             .map(|t| self.problem_thread(t, &index))
             .collect();
@@ -124,8 +124,8 @@ impl SimMachine {
             return false;
         };
         let n = self.spec.nodes();
-        let groups = self.layout_groups.clone();
-        for (g, place) in groups.iter().zip(&layout).filter(|(g, _)| g.0 == ai) {
+        let keys = self.group_keys();
+        for (g, place) in keys.iter().zip(&layout).filter(|(g, _)| g.0 == ai) {
             let (_, ri, b) = *g;
             let region = &self.apps[ai].regions[ri];
             let (start, end) = region.block_range(b);
@@ -169,14 +169,19 @@ impl SimMachine {
     /// Installs `layout` (indexed like the groups of [`Self::problem`]): applications that
     /// start from now on are placed by it.
     pub(crate) fn install(&mut self, layout: Layout) {
-        let mut groups = Vec::new();
+        self.layout = Some(layout);
+    }
+
+    /// The (application, region, block) of every page group, in the order of a problem's
+    /// groups and of a layout's entries.
+    fn group_keys(&self) -> Vec<(usize, usize, usize)> {
+        let mut keys = Vec::new();
         for (ai, app) in self.apps.iter().enumerate() {
             for (ri, region) in app.regions.iter().enumerate() {
-                groups.extend((0..region.blocks()).map(|b| (ai, ri, b)));
+                keys.extend((0..region.blocks()).map(|b| (ai, ri, b)));
             }
         }
-        self.layout_groups = groups;
-        self.layout = Some(layout);
+        keys
     }
 
     /// Allocates every application now, whatever its start time.

@@ -219,9 +219,8 @@ pub struct SimMachine {
     /// Start finished applications again until each has finished once (`Scenario::restart`).
     restart: bool,
     /// A layout that places applications as they start in place of their allocation policy
-    /// (the placement bound's), and the (app, region, block) of each of its entries.
+    /// (the placement bound's), indexed like the groups of its problem.
     layout: Option<crate::bound::problem::Layout>,
-    layout_groups: Vec<(usize, usize, usize)>,
 }
 
 impl SimMachine {
