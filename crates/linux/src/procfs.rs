@@ -89,6 +89,8 @@ pub struct ThreadSnapshot {
     pub state: char,
     /// utime + stime, in clock ticks.
     pub cpu_ticks: u64,
+    /// Its process's resident set size in pages (every thread shares it).
+    pub rss_pages: Option<u64>,
     /// `Cpus_allowed_list` of its `status`.
     pub allowed_cpus: Vec<CpuId>,
 }
@@ -239,6 +241,7 @@ impl ProcRoot {
                 cpu: stat.processor,
                 state: stat.state,
                 cpu_ticks: stat.utime_ticks.saturating_add(stat.stime_ticks),
+                rss_pages: stat.rss_pages,
                 allowed_cpus,
             });
         }

@@ -163,6 +163,7 @@ fn threads_with_cpus_and_affinities() {
                 cpu: Some(CpuId(2)),
                 state: 'S',
                 cpu_ticks: 120,
+                rss_pages: Some(8565),
                 allowed_cpus: cpus(0..=15),
             },
             ThreadSnapshot {
@@ -170,6 +171,7 @@ fn threads_with_cpus_and_affinities() {
                 cpu: Some(CpuId(1)),
                 state: 'R',
                 cpu_ticks: 5300,
+                rss_pages: Some(8565),
                 allowed_cpus: cpus(0..=3),
             },
             ThreadSnapshot {
@@ -177,6 +179,7 @@ fn threads_with_cpus_and_affinities() {
                 cpu: Some(CpuId(9)),
                 state: 'R',
                 cpu_ticks: 5050,
+                rss_pages: Some(8565),
                 allowed_cpus: cpus(8..=11),
             },
         ]

@@ -345,8 +345,11 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.refresh_managed();
         self.attach_sampler();
         self.attach_counters();
+        // One read of each process's threads serves the memory reads' plan, the counters and
+        // the policy, and one numa_maps read per process (when due) the policy and the report.
+        let threads_of = self.threads_of();
         self.memory.plan(
-            &self.proc,
+            &threads_of,
             &self.managed,
             self.epoch,
             self.config.memory_refresh_epochs,
@@ -363,9 +366,6 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         let start_ns =
             u64::try_from(self.epoch_start.duration_since(self.start).as_nanos()).unwrap_or(0);
         self.epoch_start = now;
-        // One read of each process's threads serves the counters and the policy, and one
-        // numa_maps read per process serves the policy and the report.
-        let threads_of = self.threads_of();
         self.follow_new_threads(&threads_of);
         let counters = self.counters(&samples, &threads_of, duration_ns);
         let lar = Self::lar(&samples);

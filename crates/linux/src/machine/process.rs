@@ -40,10 +40,11 @@ pub(super) struct MemoryReads {
 
 impl MemoryReads {
     /// Decides which of `managed` to read this epoch (`epoch`; a read at most `every` epochs
-    /// old is kept), from each one's resident size in its stat.
+    /// old is kept), from each one's resident size in the stat of its threads as just read
+    /// (`threads_of`).
     pub(super) fn plan(
         &mut self,
-        proc: &ProcRoot,
+        threads_of: &[(Pid, Vec<ThreadSnapshot>)],
         managed: &BTreeSet<Pid>,
         epoch: u64,
         every: u64,
@@ -51,7 +52,11 @@ impl MemoryReads {
         self.last.retain(|pid, _| managed.contains(pid));
         self.due.clear();
         for &pid in managed {
-            let rss = proc.stat(pid).ok().flatten().and_then(|s| s.rss_pages);
+            let rss = threads_of
+                .iter()
+                .find(|(p, _)| *p == pid)
+                .and_then(|(_, threads)| threads.first())
+                .and_then(|t| t.rss_pages);
             let stale = match self.last.get(&pid) {
                 None => true,
                 Some(r) => {

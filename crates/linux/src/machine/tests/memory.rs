@@ -3,14 +3,24 @@
 
 use super::*;
 
-/// memhog's /proc/PID/stat with resident size `rss` pages.
+/// memhog's stat, the process's and each thread's, with resident size `rss` pages (the
+/// kernel gives every thread its process's).
 fn write_stat(root: &std::path::Path, rss: u64) {
     let line = format!(
         "4242 (memhog) S 1 4242 8273 0 -1 4194304 1000 0 0 0 10012 601 0 0 20 0 4 0 250000 \
          78036992 {rss} 18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 2 0 0 0 0 0 1 1 1 1 1 1 \
          1 0\n"
     );
-    std::fs::write(root.join("4242/stat"), line).unwrap();
+    std::fs::write(root.join("4242/stat"), &line).unwrap();
+    for task in std::fs::read_dir(root.join("4242/task")).unwrap() {
+        let dir = task.unwrap().path();
+        let tid = dir.file_name().unwrap().to_string_lossy().into_owned();
+        std::fs::write(
+            dir.join("stat"),
+            line.replacen("4242 (memhog)", &format!("{tid} (memhog)"), 1),
+        )
+        .unwrap();
+    }
 }
 
 /// memhog's numa_maps: one mapping of 1,000 pages on `node`.
