@@ -541,3 +541,26 @@ fn nmass_headline_over_default() {
     assert!((0.20..=0.50).contains(&best), "{best}");
     assert!((0.03..=0.15).contains(&average), "{average}");
 }
+
+/// [Majo11 §4.3-4.4]: "N-MASS never performs worse than default". Every four-process workload
+/// (WL1 to WL9) under every allocation map of Table 3, with measured and with profiled (solo)
+/// MPKI: N-MASS's average slowdown at most cfs-average's. (WL10 and WL11, eight processes, are
+/// checked with every program on processor 0 in `nmass_fig11_fig12_...`: cfs-average there is
+/// 70 splits a map.)
+#[test]
+fn nmass_never_worse_than_default_in_any_map_or_input_mode() {
+    let mut worse = Vec::new();
+    for k in 1..=9 {
+        for map in MAPS {
+            let def = slowdowns(k, map, Pol::Default).average_pct;
+            for p in [Pol::NMass, Pol::ProfiledMpki] {
+                let nm = slowdowns(k, map, p).average_pct;
+                if nm > def {
+                    worse.push(format!("WL{k} {map} {p:?}: {nm:.1}% against {def:.1}%"));
+                }
+            }
+        }
+    }
+    println!("n-mass worse than default: {worse:?}");
+    assert!(worse.is_empty(), "{worse:?}");
+}

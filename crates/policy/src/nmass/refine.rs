@@ -3,7 +3,11 @@
 //! The listing leaves gaps; our reading of each (docs/policies.md gives the reasons):
 //! - Δ (line 6) is computed and never used. §3.1 moves pressure until the caches' pressures,
 //!   the penalty counted, are equal (Figure 6c): a move is made only if it brings the two
-//!   pressures strictly closer than Δ.
+//!   pressures strictly closer than Δ, and lowers the higher of the two (the destination ends
+//!   below the source's pressure before the move): a move that only swaps which cache is the
+//!   more pressured relieves none of them (§3.1's aim) and costs the moved process its penalty.
+//! - Lines 11-12 update the pressures before line 21 can refuse the move: we work them out
+//!   for the candidate and change them only when the move is made.
 //! - `decision` is unset when the line-10 branch is not taken: every pass starts at CURRENT.
 //! - The MOVE 1->0 branch is only a comment, "similar to the MOVE 0->1 case": it is the
 //!   mirror image, and either direction is tried when the other is refused (the listing's
@@ -121,7 +125,8 @@ impl<'a> Refinement<'a> {
 
     /// Passes until one moves nothing (line 28 as we read it). On more than two nodes each
     /// pass takes the most and the least pressured node (ours). Every move brings its two
-    /// pressures strictly closer; the passes are also capped at processes x nodes.
+    /// pressures strictly closer and lowers the higher; the passes are also capped at
+    /// processes x nodes.
     pub fn run(&mut self, params: RefineParams) -> Vec<Decision> {
         let cap = (self.procs.len() + 1) * self.lists.len().max(1);
         let mut decisions = Vec::new();
@@ -187,7 +192,9 @@ impl<'a> Refinement<'a> {
         let Some(&p) = self.lists[from].back() else {
             return Decision::Current;
         };
-        let closer = |x: f64, y: f64| (x - y).abs() < delta - 1e-12;
+        // Closer than Δ, and the higher pressure of the pair falls (module doc).
+        let before = self.pressure[from].max(self.pressure[to]);
+        let closer = |x: f64, y: f64| (x - y).abs() < delta - 1e-12 && x.max(y) < before - 1e-12;
         let from_after = self.pressure[from] - self.counted[p]; // line 11
         let to_after = self.pressure[to] + self.weighted(p, to); // line 12
         if self.free[to] > 0 {

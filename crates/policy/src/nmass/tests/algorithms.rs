@@ -154,6 +154,22 @@ fn line_6_delta_no_move_that_pulls_the_pressures_apart() {
 }
 
 #[test]
+fn line_6_delta_no_move_that_only_flips_which_cache_is_pressured() {
+    // A (MPKI 15, NP 1.258) and B (MPKI 2, NP 1.314), both homed on processor 0: moving A
+    // brings the pressures closer (17 and 0 to 2 and 18.87) but leaves processor 1 more
+    // pressured than processor 0 was, for A's penalty: both stay local.
+    let procs = [proc(0, 1.258, 15.0), proc(0, 1.314, 2.0)];
+    let ml = map_maxlocal(&procs, &nehalem());
+    let mut r = Refinement::new(&procs, &nehalem(), &ml);
+    assert!(r.run(params(60.0, true)).is_empty());
+    assert_eq!(
+        r.pressure(),
+        &[17.0, 0.0],
+        "a refused move changes no pressure"
+    );
+}
+
+#[test]
 fn line_10_which_processor_is_called_0_does_not_matter() {
     let procs = [
         proc(0, 1.4, 25.0),
@@ -251,7 +267,8 @@ fn listing_algorithm_3(
             let Some(&p) = m[from].back() else { continue };
             let (pf, pt) = (pressure[from] - counted[p], pressure[to] + w(p, to));
             let fits = procs[p].home == to || pt < t;
-            if free[to] > 0 && fits && (pt - pf).abs() < delta - 1e-12 {
+            let relieves = pt.max(pf) < pressure[0].max(pressure[1]) - 1e-12;
+            if free[to] > 0 && fits && (pt - pf).abs() < delta - 1e-12 && relieves {
                 m[from].pop_back();
                 m[to].push_front(p);
                 free[to] -= 1;
@@ -351,11 +368,13 @@ proptest! {
         let mut r = Refinement::new(&procs, &m, &ml);
         loop {
             let before = (r.pressure()[0] - r.pressure()[1]).abs();
+            let highest = r.pressure()[0].max(r.pressure()[1]);
             let d = r.pass(0, 1, params(t, swap));
             if d == Decision::Current {
                 break;
             }
             prop_assert!((r.pressure()[0] - r.pressure()[1]).abs() < before);
+            prop_assert!(r.pressure()[0].max(r.pressure()[1]) < highest);
             if let Decision::Move { process, to, .. } | Decision::Swap { process, to, .. } = d {
                 prop_assert!(procs[process].home == to || r.pressure()[to] < t);
             }
