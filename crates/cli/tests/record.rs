@@ -216,3 +216,48 @@ fn a_policy_the_recorded_machine_could_not_run_is_refused_as_run_would() {
             .stderr(predicate::str::contains(format!("{policy} cannot run")));
     }
 }
+
+/// `sim`, `record` and `replay` run N-MASS with the same parameters (the profiles of each
+/// program alone, the seed) and so decide identically: WL9, in both MPKI modes.
+#[test]
+fn sim_record_and_replay_decide_alike_for_nmass() {
+    let dir = tempfile::tempdir().unwrap();
+    let wl9 = common::workspace().join("examples/scenarios/nmass/wl9.toml");
+    let wl9 = wl9.to_str().unwrap();
+    for set in ["n-mass.inputs.mpki=measured", "n-mass.inputs.mpki=profile"] {
+        let file = dir.path().join("wl9.jsonl");
+        let f = file.to_str().unwrap();
+        let common = [
+            "-m",
+            "nehalem-e5520-2s",
+            "-w",
+            wl9,
+            "-p",
+            "n-mass",
+            "--set",
+            set,
+        ];
+        let out = rondpoint(&[&["record"][..], &common, &["-o", f, "--force"]].concat())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let said = String::from_utf8(out.stderr).unwrap();
+        let sim: Value =
+            serde_json::from_str(&stdout(&[&["sim", "-q", "--json"][..], &common].concat()))
+                .unwrap();
+        let completion = sim["runs"][0]["completion_s"].as_f64().unwrap();
+        assert!(
+            said.contains(&format!("({completion:.1} simulated s)")),
+            "{set}: sim ended at {completion} s; record said {said}"
+        );
+        let j: Value =
+            serde_json::from_str(&stdout(&["replay", f, "-p", "n-mass", "--json"])).unwrap();
+        let epochs = j["epochs"].as_array().unwrap();
+        assert!(epochs.len() > 10);
+        let differ: Vec<&Value> = epochs
+            .iter()
+            .filter(|e| e["same_as_recorded"] != true)
+            .collect();
+        assert!(differ.is_empty(), "{set}: {differ:?}");
+    }
+}

@@ -298,6 +298,8 @@ pub struct EpochReport<'a> {
     pub observation: &'a Observation,
     pub actions: &'a [Action],
     pub outcomes: &'a [Outcome],
+    /// With the first epoch only: the policy's start decisions and their outcomes.
+    pub start: Option<(&'a [Action], &'a [Outcome])>,
 }
 
 /// Runs `policy` on `machine` until every program finishes, the time limit passes or a stop
@@ -320,16 +322,16 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     machine.set_sampling(&policy.sampling());
 
     let start = policy.start(machine.topology(), &machine.processes());
-    let outcomes = if config.dry_run {
+    let start_outcomes = if config.dry_run {
         machine.start(&[]).map_err(boxed)?;
         dry_run_outcomes(&start, "dry run")
     } else {
         machine.start(&start).map_err(boxed)?
     };
-    for (a, o) in start.iter().zip(&outcomes) {
+    for (a, o) in start.iter().zip(&start_outcomes) {
         acct.record(a, o);
     }
-    policy.outcomes(&start, &outcomes);
+    policy.outcomes(&start, &start_outcomes);
 
     let mut epoch = 0u64;
     let mut stopping = Stopping::default();
@@ -386,6 +388,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             observation: &observation,
             actions: &actions,
             outcomes: &outcomes,
+            start: (epoch == 0).then_some((start.as_slice(), start_outcomes.as_slice())),
         });
         epoch += 1;
         if config.time_limit_ns.is_some_and(|l| until >= l) {

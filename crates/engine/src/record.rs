@@ -8,6 +8,7 @@
 
 use crate::{EpochReport, Policy};
 use rondpoint_model::{Action, Capabilities, Observation, Outcome, ProcessInfo, Topology};
+use rondpoint_policy_api::PolicyConfig;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Read, Write};
 use thiserror::Error;
@@ -46,6 +47,16 @@ pub enum RecordLine {
         /// before rondpoint recorded it).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         capabilities: Option<Capabilities>,
+        /// The policy parameters the recording run used, with what the run filled in
+        /// (per-program profiles, the seed): `replay` starts from them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config: Option<PolicyConfig>,
+    },
+    /// What the recording run's policy did before the first epoch (its start decisions), and
+    /// what came of it; after the header, absent when it did nothing.
+    Start {
+        actions: Vec<Action>,
+        outcomes: Vec<Outcome>,
     },
     Epoch {
         observation: Observation,
@@ -59,6 +70,7 @@ impl RecordLine {
     fn kind(&self) -> &'static str {
         match self {
             RecordLine::Header { .. } => "header",
+            RecordLine::Start { .. } => "start",
             RecordLine::Epoch { .. } => "epoch",
         }
     }
@@ -70,6 +82,8 @@ pub struct Header<'a> {
     pub topology: &'a Topology,
     pub processes: &'a [ProcessInfo],
     pub capabilities: &'a Capabilities,
+    /// The recording run's policy parameters.
+    pub config: Option<&'a PolicyConfig>,
 }
 
 /// Writes a recording.
@@ -79,6 +93,8 @@ pub struct Recorder<W: Write> {
     /// Most samples kept per epoch (recordings of sampled runs grow fast); the rest are
     /// dropped evenly.
     max_samples: Option<usize>,
+    /// Whether an epoch was written (the start decisions go before the first only).
+    started: bool,
 }
 
 impl<W: Write> Recorder<W> {
@@ -95,13 +111,28 @@ impl<W: Write> Recorder<W> {
             topology: machine.topology.clone(),
             processes: machine.processes.to_vec(),
             capabilities: Some(machine.capabilities.clone()),
+            config: machine.config.cloned(),
         };
         write_line(&mut out, &header)?;
-        Ok(Self { out, max_samples })
+        Ok(Self {
+            out,
+            max_samples,
+            started: false,
+        })
     }
 
     /// Appends one epoch.
     pub fn epoch(&mut self, report: &EpochReport<'_>) -> Result<(), RecordError> {
+        let first = !std::mem::replace(&mut self.started, true);
+        if let Some((actions, outcomes)) = report.start.filter(|(a, _)| first && !a.is_empty()) {
+            write_line(
+                &mut self.out,
+                &RecordLine::Start {
+                    actions: actions.to_vec(),
+                    outcomes: outcomes.to_vec(),
+                },
+            )?;
+        }
         let mut observation = report.observation.clone();
         if let Some(max) = self.max_samples {
             thin(&mut observation.samples, max);
@@ -166,6 +197,9 @@ pub struct Recording {
 /// One recorded epoch: the observation, and the recording policy's actions and their outcomes.
 pub type RecordedEpoch = (Observation, Vec<Action>, Vec<Outcome>);
 
+/// A run's start decisions and their outcomes.
+pub type StartDecisions = (Vec<Action>, Vec<Outcome>);
+
 /// A recording read an epoch at a time: its header at once, then each epoch as the iterator
 /// reaches it, so that memory holds one epoch whatever the recording's length. A line longer
 /// than the reader's limit is refused before it is parsed (a parsed epoch takes several times
@@ -185,6 +219,11 @@ pub struct Recorded {
     pub processes: Vec<ProcessInfo>,
     /// What the recorded machine could observe and do, when the recording says.
     pub capabilities: Option<Capabilities>,
+    /// The recording run's policy parameters, when the recording says.
+    pub config: Option<PolicyConfig>,
+    /// The recording run's start decisions and their outcomes (none: it took none, or the
+    /// recording predates them).
+    pub start: Option<StartDecisions>,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -195,6 +234,7 @@ impl<R: BufRead> Reader<R> {
             input,
             line: 0,
             limit: line_limit,
+            pending: None,
         };
         match lines.next_line()? {
             None => Err(RecordError::Empty),
@@ -204,15 +244,19 @@ impl<R: BufRead> Reader<R> {
                 topology,
                 processes,
                 capabilities,
+                config,
             }) => {
                 if version != FORMAT_VERSION {
                     return Err(RecordError::Version { found: version });
                 }
+                let start = lines.start()?;
                 let header = Recorded {
                     source,
                     topology,
                     processes,
                     capabilities,
+                    config,
+                    start,
                 };
                 Ok((header, Self { lines }))
             }
@@ -228,11 +272,16 @@ struct Lines<R> {
     /// Lines read so far (the number of the last one).
     line: usize,
     limit: u64,
+    /// A line read ahead (after the header, to see whether it is the start line).
+    pending: Option<Vec<u8>>,
 }
 
 impl<R: BufRead> Lines<R> {
     /// The next line that is not blank (its number is `self.line`).
     fn next_raw(&mut self) -> Result<Option<Vec<u8>>, RecordError> {
+        if let Some(buf) = self.pending.take() {
+            return Ok(Some(buf));
+        }
         let mut buf = Vec::new();
         loop {
             buf.clear();
@@ -264,6 +313,26 @@ impl<R: BufRead> Lines<R> {
         RecordError::Malformed {
             line: self.line,
             message: e.to_string(),
+        }
+    }
+
+    /// The start line, if the next line is one; any other line is kept for the next read.
+    fn start(&mut self) -> Result<Option<StartDecisions>, RecordError> {
+        let Some(buf) = self.next_raw()? else {
+            return Ok(None);
+        };
+        // Written by `write_line`: the tag first, no spaces.
+        if !buf.starts_with(br#"{"kind":"start""#) {
+            self.pending = Some(buf);
+            return Ok(None);
+        }
+        match serde_json::from_slice(&buf) {
+            Ok(RecordLine::Start { actions, outcomes }) => Ok(Some((actions, outcomes))),
+            Ok(_) => {
+                self.pending = Some(buf);
+                Ok(None)
+            }
+            Err(e) => Err(self.malformed(&e)),
         }
     }
 
@@ -375,17 +444,30 @@ impl<'a> Replayer<'a> {
     /// Checks `policy` against the recorded machine (its `capabilities`; every capability for
     /// a recording that does not list them, a simulator's) and takes its start decisions on
     /// the recorded topology and processes.
+    ///
+    /// The policy is then told the recorded start outcomes when it decided as the recorded
+    /// run did before its first epoch (`recorded`), and that nothing was carried out
+    /// otherwise.
     pub fn start(
         policy: &'a mut dyn Policy,
-        topology: &'a Topology,
-        processes: &[ProcessInfo],
-        capabilities: Option<&Capabilities>,
+        header: &'a Recorded,
     ) -> Result<(Self, Vec<Action>), crate::EngineError> {
+        let (topology, processes) = (&header.topology, &header.processes);
         // A policy the recorded machine could not have run is refused, as `run` would refuse
         // it there.
         let all = Capabilities::all();
-        crate::check_policy(capabilities.unwrap_or(&all), topology, processes, policy)?;
+        let capabilities = header.capabilities.as_ref().unwrap_or(&all);
+        crate::check_policy(capabilities, topology, processes, policy)?;
         let start = policy.start(topology, processes);
+        let (recorded, outcomes) = header
+            .start
+            .as_ref()
+            .map_or((&[][..], &[][..]), |(a, o)| (a.as_slice(), o.as_slice()));
+        if same_actions(&start, recorded) {
+            policy.outcomes(recorded, outcomes);
+        } else {
+            policy.outcomes(&start, &crate::dry_run_outcomes(&start, "replay"));
+        }
         Ok((Self { policy, topology }, start))
     }
 
@@ -420,8 +502,7 @@ pub fn replay(
     rec: &Recording,
 ) -> Result<(Vec<Action>, Vec<ReplayedEpoch>), crate::EngineError> {
     let h = &rec.header;
-    let (mut replayer, start) =
-        Replayer::start(policy, &h.topology, &h.processes, h.capabilities.as_ref())?;
+    let (mut replayer, start) = Replayer::start(policy, h)?;
     let epochs = rec.epochs.iter().map(|e| replayer.epoch(e)).collect();
     Ok((start, epochs))
 }
@@ -448,6 +529,51 @@ mod tests {
         }
     }
 
+    /// Writes a recording of two empty epochs whose run started with `start`.
+    fn recording_with_start(start: &[Action], outcomes: &[Outcome]) -> Vec<u8> {
+        let topo = TopologyBuilder::new(2).build().unwrap();
+        let caps = Capabilities::none();
+        let header = Header {
+            topology: &topo,
+            processes: &[],
+            capabilities: &caps,
+            config: None,
+        };
+        let mut rec = Recorder::new(Vec::new(), "test", &header, None).unwrap();
+        for e in 0..2u64 {
+            let obs = Observation {
+                epoch: e,
+                ..Observation::default()
+            };
+            rec.epoch(&EpochReport {
+                start: Some((start, outcomes)),
+                epoch: e,
+                now_ns: e,
+                observation: &obs,
+                actions: &[],
+                outcomes: &[],
+            })
+            .unwrap();
+        }
+        rec.finish().unwrap()
+    }
+
+    #[test]
+    fn the_start_decisions_are_recorded_once_before_the_epochs() {
+        let pin = Action::PinThread {
+            pid: Pid(1),
+            tid: rondpoint_model::Tid(1),
+            cpus: vec![rondpoint_model::CpuId(0)],
+        };
+        let bytes = recording_with_start(std::slice::from_ref(&pin), &[Outcome::applied(0)]);
+        let r = read(bytes.as_slice()).unwrap();
+        assert_eq!(r.header.start, Some((vec![pin], vec![Outcome::applied(0)])));
+        assert_eq!(r.epochs.len(), 2);
+        // No start decisions: no start line, and the first epoch read as such.
+        let r = read(recording_with_start(&[], &[]).as_slice()).unwrap();
+        assert_eq!((r.header.start, r.epochs.len()), (None, 2));
+    }
+
     #[test]
     fn record_then_replay_round_trips() {
         let topo = TopologyBuilder::new(2).build().unwrap();
@@ -456,6 +582,7 @@ mod tests {
             topology: &topo,
             processes: &[],
             capabilities: &caps,
+            config: None,
         };
         let mut rec = Recorder::new(Vec::new(), "test", &header, Some(2)).unwrap();
         for e in 0..3u64 {
@@ -465,6 +592,7 @@ mod tests {
                 ..Observation::default()
             };
             rec.epoch(&EpochReport {
+                start: None,
                 epoch: e,
                 now_ns: e,
                 observation: &obs,
@@ -550,6 +678,7 @@ mod tests {
             topology: topo,
             processes: vec![],
             capabilities: None,
+            config: None,
         })
         .unwrap();
         text.push('\n');

@@ -32,7 +32,10 @@ pub enum PolicyError {
 /// ```
 ///
 /// read from a `--config` file, with `--set POLICY.KEY=VALUE` overrides on top.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Serialised as its tables (a recording keeps the configuration its run used); one read back
+/// is checked like any other (`Registry::check`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct PolicyConfig {
     tables: toml::Table,
 }
@@ -106,6 +109,23 @@ impl PolicyConfig {
         &self.tables
     }
 
+    /// Takes from `base` every parameter this configuration does not give (the parameters
+    /// given here win, key by key, at every depth).
+    pub fn fill_from(&mut self, base: &PolicyConfig) {
+        fn fill(into: &mut toml::Table, from: &toml::Table) {
+            for (k, v) in from {
+                match (into.get_mut(k), v) {
+                    (Some(toml::Value::Table(i)), toml::Value::Table(f)) => fill(i, f),
+                    (Some(_), _) => {}
+                    (None, _) => {
+                        into.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        fill(&mut self.tables, &base.tables);
+    }
+
     /// The policies the configuration has a table for.
     pub fn policies(&self) -> impl Iterator<Item = &str> {
         self.tables.keys().map(String::as_str)
@@ -155,5 +175,23 @@ impl Params<'_> {
             }),
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PolicyConfig;
+
+    #[test]
+    fn fill_from_keeps_what_is_given_and_takes_the_rest() {
+        let mut given = PolicyConfig::from_toml("[a]\nx = 1\n[a.t]\ny = 2\n").unwrap();
+        let base = PolicyConfig::from_toml("[a]\nx = 9\nz = 3\n[a.t]\ny = 9\nw = 4\n[b]\nv = 5\n")
+            .unwrap();
+        given.fill_from(&base);
+        let want = PolicyConfig::from_toml("[a]\nx = 1\nz = 3\n[a.t]\ny = 2\nw = 4\n[b]\nv = 5\n")
+            .unwrap();
+        assert_eq!(given, want);
+        let json = serde_json::to_string(&given).unwrap();
+        assert_eq!(serde_json::from_str::<PolicyConfig>(&json).unwrap(), given);
     }
 }

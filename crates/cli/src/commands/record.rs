@@ -9,7 +9,7 @@ use clap::Args;
 use rondpoint_engine::record::{self, Header, Recorder};
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
 use rondpoint_model::Action;
-use rondpoint_sim::experiment::TIME_LIMIT_S;
+use rondpoint_sim::experiment::{TIME_LIMIT_S, multiprogram};
 use rondpoint_sim::spec::MachineSpec;
 use rondpoint_sim::{SimConfig, SimMachine, presets};
 use serde::Serialize;
@@ -55,14 +55,20 @@ pub struct RecordArgs {
 }
 
 pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
-    let config = args.policy_options.config()?;
-    let mut policy = crate::policies::build(&args.policy, &config)?;
+    let given = args.policy_options.config()?;
+    crate::policies::build(&args.policy, &given)?;
     let spec = MachineSpec::from_preset(&presets::machine(&args.machine)?)?;
     let scenario = presets::workload(&args.workload)?;
     let sim = SimConfig {
         seed: args.seed,
         ..SimConfig::default()
     };
+    let engine = EngineConfig {
+        epoch_ns: args.epoch_ms.saturating_mul(1_000_000),
+        ..EngineConfig::default()
+    };
+    let config = run_config(args, &given, &spec, &scenario, &sim, &engine)?;
+    let mut policy = crate::policies::build(&args.policy, &config)?;
     let mut machine = SimMachine::new(spec, &scenario, sim)?;
     let pace = machine.probe(TIME_LIMIT_S);
     let mut estimate = Estimate::default();
@@ -84,6 +90,7 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
             topology: machine.topology(),
             processes: &machine.processes(),
             capabilities: &capabilities,
+            config: Some(&config),
         },
         Some(args.max_samples),
     )?;
@@ -91,14 +98,13 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     // ends rondpoint at once, leaving its temporary file).
     let received = crate::signals::install()?;
     let engine = EngineConfig {
-        epoch_ns: args.epoch_ms.saturating_mul(1_000_000),
         time_limit_ns: Some((TIME_LIMIT_S * 1e9) as u64),
         stop: Some(rondpoint_engine::StopSignal {
             flag: std::sync::Arc::clone(&received.stop),
             signal: std::sync::Arc::clone(&received.signal),
             on_stop: rondpoint_engine::OnStop::End,
         }),
-        ..EngineConfig::default()
+        ..engine
     };
     let mut failure: Option<anyhow::Error> = None;
     let mut epochs = 0u64;
@@ -148,6 +154,28 @@ pub fn run_record(args: &RecordArgs) -> Result<ExitCode> {
     }
 }
 
+/// The parameters the recording policy runs with, as `sim` runs it: those `given`, the profiles
+/// of each program alone for a policy that takes them (N-MASS's), and the seed.
+fn run_config(
+    args: &RecordArgs,
+    given: &rondpoint_policy_api::PolicyConfig,
+    spec: &MachineSpec,
+    scenario: &rondpoint_sim::scenario::Scenario,
+    sim: &SimConfig,
+    engine: &EngineConfig,
+) -> Result<rondpoint_policy_api::PolicyConfig> {
+    let registry = crate::policies::registry();
+    let solo = if multiprogram::takes_profiles(registry.info(&args.policy)?) {
+        noteln!("{} / {}: each program alone", spec.name, scenario.name);
+        let solo = multiprogram::solo_runs(spec, scenario, sim, engine, true)
+            .with_context(|| format!("running the programs of {} alone", scenario.name))?;
+        Some(solo)
+    } else {
+        None
+    };
+    super::sim::plan::cell_config(given, &args.policy, args.seed, solo.as_ref())
+}
+
 /// Writes one epoch, then checks the recording will fit on its disk at the bytes per epoch so
 /// far over the `expected` epochs of the run.
 fn record_epoch(
@@ -195,20 +223,23 @@ struct ReplayReport<'a> {
 }
 
 pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
-    let config = args.policy_options.config()?;
-    let mut policy = crate::policies::build(&args.policy, &config)?;
+    let mut config = args.policy_options.config()?;
     let file = rondpoint_safeio::open_input(&args.input, rondpoint_safeio::InputKind::Recording)
         .context("opening the recording")?;
     let reading = || format!("reading {}", args.input.display());
     // Epoch by epoch: memory holds one, and no line may take more than the memory there is.
     let (recorded, reader) =
         record::Reader::open(BufReader::new(file), line_limit()).with_context(reading)?;
-    let (mut replayer, start) = record::Replayer::start(
-        policy.as_mut(),
-        &recorded.topology,
-        &recorded.processes,
-        recorded.capabilities.as_ref(),
-    )?;
+    // The recording run's parameters (its profiles, its seed) under those given here, so that
+    // the recording policy decides as it did.
+    if let Some(base) = &recorded.config {
+        config.fill_from(base);
+        crate::policies::registry()
+            .check(&config)
+            .with_context(|| format!("in the parameters recorded in {}", args.input.display()))?;
+    }
+    let mut policy = crate::policies::build(&args.policy, &config)?;
+    let (mut replayer, start) = record::Replayer::start(policy.as_mut(), &recorded)?;
     let mut epochs = Vec::new();
     let mut recorded_actions = Vec::new();
     for epoch in reader {

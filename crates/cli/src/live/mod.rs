@@ -84,13 +84,15 @@ impl LiveOptions {
             .as_deref()
             .map(|path| {
                 let lock = OutputLock::take(path)?;
-                let source = recording::live_source(what, &self.policy);
-                let capabilities = machine.capabilities();
+                let run = recording::RecordedRun {
+                    source: recording::live_source(what, &self.policy),
+                    topology: machine.topology().clone(),
+                    capabilities: machine.capabilities(),
+                    config: self.policy_options.config()?,
+                };
                 LiveRecording::create(
                     path,
-                    source,
-                    machine.topology(),
-                    &capabilities,
+                    run,
                     self.record_max_samples.0,
                     crate::options::replace(self.force, rondpoint_safeio::OutputKind::Recording),
                     lock,

@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use rondpoint_engine::EpochReport;
 use rondpoint_engine::record::{Header, Recorder};
 use rondpoint_model::{Capabilities, ProcessInfo, Topology};
+use rondpoint_policy_api::PolicyConfig;
 use rondpoint_safeio::Staged;
 use std::path::{Path, PathBuf};
 
@@ -15,14 +16,21 @@ use std::path::{Path, PathBuf};
 /// recording, not the run: it is reported in the run's notes, and nothing is saved.
 pub struct LiveRecording {
     path: PathBuf,
-    source: String,
-    topology: Topology,
-    capabilities: Capabilities,
+    run: RecordedRun,
     max_samples: Option<usize>,
     state: LiveState,
     epochs: u64,
     /// Held until the recording ends: no other rondpoint writes this file meanwhile.
     _lock: Option<super::OutputLock>,
+}
+
+/// What the header of a live recording says besides its processes.
+pub struct RecordedRun {
+    pub source: String,
+    pub topology: Topology,
+    pub capabilities: Capabilities,
+    /// The run's policy parameters.
+    pub config: PolicyConfig,
 }
 
 /// Where a [`LiveRecording`] is.
@@ -37,9 +45,7 @@ enum LiveState {
 impl LiveRecording {
     pub fn create(
         path: &Path,
-        source: String,
-        topology: &Topology,
-        capabilities: &Capabilities,
+        run: RecordedRun,
         max_samples: Option<usize>,
         replace: rondpoint_safeio::Replace,
         lock: Option<super::OutputLock>,
@@ -48,9 +54,7 @@ impl LiveRecording {
             rondpoint_safeio::create_staged(path, replace).context("creating the recording")?;
         Ok(Self {
             path: path.to_path_buf(),
-            source,
-            topology: topology.clone(),
-            capabilities: capabilities.clone(),
+            run,
             max_samples,
             state: LiveState::Created(file),
             epochs: 0,
@@ -65,11 +69,12 @@ impl LiveRecording {
         self.state = match state {
             LiveState::Created(file) => match Recorder::new(
                 file,
-                &self.source,
+                &self.run.source,
                 &Header {
-                    topology: &self.topology,
+                    topology: &self.run.topology,
                     processes,
-                    capabilities: &self.capabilities,
+                    capabilities: &self.run.capabilities,
+                    config: Some(&self.run.config),
                 },
                 self.max_samples,
             ) {

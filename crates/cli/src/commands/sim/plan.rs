@@ -226,14 +226,11 @@ impl Plan {
         solo: Option<&Solo>,
         progress: &Progress,
     ) -> Result<RunResult> {
-        let registry = crate::policies::registry();
-        let mut config = self.config.clone();
-        if policy != bound::NAME {
-            if let Some(solo) = solo {
-                multiprogram::fill_profiles(&mut config, registry.info(policy)?, solo)?;
-            }
-            config = registry.seeded(&config, policy, seed)?;
-        }
+        let config = if policy == bound::NAME {
+            self.config.clone()
+        } else {
+            cell_config(&self.config, policy, seed, solo)?
+        };
         let sim = SimConfig {
             seed,
             ..self.sim.clone()
@@ -311,4 +308,21 @@ pub fn refusal(e: &anyhow::Error) -> Option<String> {
             }
             _ => None,
         })
+}
+
+/// The parameters `policy` runs with in one cell: `config`, the per-program profiles `solo`
+/// measured (for a policy that takes them, where `config` does not give them) and the cell's
+/// seed (unless `config` gives one). `sim` and `record` both run a policy with these.
+pub fn cell_config(
+    config: &PolicyConfig,
+    policy: &str,
+    seed: u64,
+    solo: Option<&Solo>,
+) -> Result<PolicyConfig> {
+    let registry = crate::policies::registry();
+    let mut config = config.clone();
+    if let Some(solo) = solo {
+        multiprogram::fill_profiles(&mut config, registry.info(policy)?, solo)?;
+    }
+    Ok(registry.seeded(&config, policy, seed)?)
 }
