@@ -524,3 +524,56 @@ fn remote_placement_keeps_a_programs_own_binding() {
         }
     }
 }
+
+/// OAAS measures the simulated machine's MAPI-to-gap curve at start and names it: on a copy of
+/// the R905 whose slow nodes read no slower (no probe hops), the curve is flat and OAAS moves
+/// nothing, where the R905's built-in curve (chosen by shape alone) would move pages.
+#[test]
+fn oaas_measures_the_machine_it_runs_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = std::fs::read_to_string(
+        common::workspace().join("crates/sim/presets/machines/r905-asymmetric.toml"),
+    )
+    .unwrap();
+    let flat: String = preset
+        .lines()
+        .map(|l| match l {
+            _ if l.starts_with("name = ") => "name = \"r905-no-gap\"".to_string(),
+            _ if l.starts_with("probe_hop_ns = ") => "probe_hop_ns = 0.0".to_string(),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let machine = dir.path().join("r905-no-gap.toml");
+    std::fs::write(&machine, flat).unwrap();
+    let pg4 = common::workspace().join("examples/scenarios/oaas/pg-4.toml");
+    let run = |extra: &[&str]| -> Value {
+        let args = [
+            &[
+                "sim",
+                "-q",
+                "--json",
+                "-m",
+                machine.to_str().unwrap(),
+                "-w",
+                pg4.to_str().unwrap(),
+                "-p",
+                "oaas",
+                "--epoch-ms",
+                "300",
+            ][..],
+            extra,
+        ]
+        .concat();
+        serde_json::from_str::<Value>(&stdout(&args)).unwrap()["runs"][0].clone()
+    };
+    let measured = run(&[]);
+    assert_eq!(measured["pages_migrated"], 0, "{measured}");
+    let notes = measured["notes"].to_string();
+    assert!(
+        notes.contains("MAPI-to-gap curve 'calibrated on r905-no-gap at start'"),
+        "{notes}"
+    );
+    let builtin = run(&["--set", "oaas.curve=builtin"]);
+    assert!(builtin["pages_migrated"].as_u64().unwrap() > 0, "{builtin}");
+}

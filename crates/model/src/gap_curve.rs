@@ -220,6 +220,28 @@ impl GapCurve {
         Ok(())
     }
 
+    /// Where the curve falls with MAPI by more than `points` percentage points below the
+    /// highest gap at a lower MAPI, the largest such fall: (MAPI and gap of that highest
+    /// point, MAPI and gap of the lowest after it). [Gaud10 §3.1] finds the gap growing with
+    /// MAPI, then flat.
+    pub fn falls(&self, points: f64) -> Option<(f64, f64, f64, f64)> {
+        let mut top: Option<&CurvePoint> = None;
+        let mut worst: Option<(f64, f64, f64, f64)> = None;
+        for p in &self.points {
+            match top {
+                Some(t) if p.gap_pct < t.gap_pct - points => {
+                    let fall = t.gap_pct - p.gap_pct;
+                    if worst.is_none_or(|w| fall > w.1 - w.3) {
+                        worst = Some((t.mapi, t.gap_pct, p.mapi, p.gap_pct));
+                    }
+                }
+                Some(t) if p.gap_pct <= t.gap_pct => {}
+                _ => top = Some(p),
+            }
+        }
+        worst
+    }
+
     /// The shape of the machine the curve was measured on.
     pub fn machine_shape(&self) -> CurveMachine {
         CurveMachine {
@@ -273,6 +295,21 @@ impl GapCurve {
 mod tests {
     use super::*;
     use crate::synthetic::TopologyBuilder;
+
+    #[test]
+    fn a_curve_that_falls_with_mapi_is_found() {
+        let mut c = curve();
+        assert_eq!(c.falls(1.0), None);
+        let last = |c: &mut GapCurve, gap| {
+            if let Some(p) = c.points.last_mut() {
+                p.gap_pct = gap;
+            }
+        };
+        last(&mut c, 19.5);
+        assert_eq!(c.falls(1.0), None, "within a point of the top");
+        last(&mut c, 12.0);
+        assert_eq!(c.falls(1.0), Some((0.1, 20.0, 0.3, 12.0)));
+    }
 
     fn curve() -> GapCurve {
         GapCurve {

@@ -23,6 +23,7 @@ use rondpoint_engine::EngineConfig;
 use rondpoint_model::gap_curve::{CURVE_FORMAT, DEFAULT_MAPI_POINTS};
 use rondpoint_model::{CurvePoint, GapCurve, NodeClass, NodeId, PageSize};
 use rondpoint_policy_api::FirstTouch as FirstTouchPolicy;
+use rondpoint_policy_api::{PolicyConfig, PolicyInfo};
 use thiserror::Error;
 
 /// Why a machine cannot be calibrated.
@@ -155,6 +156,40 @@ pub fn calibrate(
         compared: Some((fast.1, slow.1)),
         points,
     })
+}
+
+/// Gives the policy of row `info` (OAAS's `curve`, for a policy whose parameters have one) the
+/// MAPI-to-gap curve of `spec` measured now, as [Gaud10 §5.2] measures it "at system startup",
+/// unless `config` names a curve already; a machine without both fast and slow CPU nodes is
+/// left to the policy, which says it has nothing to do there. A built-in curve is chosen by the
+/// machine's shape alone, which holds only for the machine it was measured on.
+pub fn fill_curve(
+    config: &mut PolicyConfig,
+    info: &PolicyInfo,
+    spec: &MachineSpec,
+) -> Result<(), CalibrationError> {
+    if !(info.defaults)().contains_key("curve") || config.get_keys(info.name, &["curve"]).is_some()
+    {
+        return Ok(());
+    }
+    let curve = match calibrate(spec, &CalibrationConfig::default()) {
+        Ok(c) => c,
+        Err(CalibrationError::NoNode { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let text = curve
+        .to_toml()
+        .map_err(|e| CalibrationError::Settings(e.to_string()))?;
+    let file = toml::Table::from_iter([
+        (
+            "path".to_string(),
+            toml::Value::String(format!("calibrated on {} at start", spec.name)),
+        ),
+        ("text".to_string(), toml::Value::String(text)),
+    ]);
+    config
+        .set_keys(info.name, &["curve"], toml::Value::Table(file))
+        .map_err(|e| CalibrationError::Settings(e.to_string()))
 }
 
 /// Cycles per instruction of the microbenchmark without its memory waits, at `mapi`.

@@ -173,7 +173,7 @@ fn run_config(
     } else {
         None
     };
-    super::sim::plan::cell_config(given, &args.policy, args.seed, solo.as_ref())
+    super::sim::plan::cell_config(spec, given, &args.policy, args.seed, solo.as_ref())
 }
 
 /// Writes one epoch, then checks the recording will fit on its disk at the bytes per epoch so

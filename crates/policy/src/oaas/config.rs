@@ -41,7 +41,8 @@ pub struct OaasConfig {
     /// shape (node count, fast and slow nodes; `rondpoint calibrate` made them on the
     /// simulator's presets), or the path of a file `rondpoint calibrate -o FILE` wrote (read
     /// by the program before the policy is built). [Gaud10 §5.2] generates it "by running
-    /// the microbenchmark at system startup". Default `"builtin"`.
+    /// the microbenchmark at system startup". Default `"builtin"`; the simulator's commands
+    /// measure the simulated machine's curve at start instead, unless one is given.
     pub curve: Curve,
     /// `random` (default: the paper's evaluation setup, [Gaud10 §5.3]), `in-order` or `none`;
     /// see [`InitialPlacement`].

@@ -60,7 +60,8 @@ pub struct Oaas {
     with_memory: bool,
     config: OaasConfig,
     /// The curve read from the file the configuration names.
-    file_curve: Option<GapCurve>,
+    /// The curve `curve` names, with where it came from.
+    file_curve: Option<(String, GapCurve)>,
     /// The curve in use, once the machine is known and accepted.
     curve: Option<GapCurve>,
     /// Why the policy does nothing on this machine, once known.
@@ -98,10 +99,11 @@ impl Oaas {
                 });
             }
             Curve::File { path, text } => {
-                Some(GapCurve::from_toml(text).map_err(|e| PolicyError::Config {
+                let curve = GapCurve::from_toml(text).map_err(|e| PolicyError::Config {
                     policy: name.to_string(),
                     message: format!("curve file '{path}': {e}"),
-                })?)
+                })?;
+                Some((path.clone(), curve))
             }
         };
         Ok(Self {
@@ -145,7 +147,7 @@ impl Oaas {
     /// is nothing to do.
     fn prepare(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
         one_per_node(topology, processes)?;
-        if let Some(c) = &self.file_curve {
+        if let Some((_, c)) = &self.file_curve {
             c.check_machine(topology)
                 .map_err(|e| Refusal(e.to_string()))?;
         }
@@ -158,10 +160,22 @@ impl Oaas {
             self.note(why);
             return Ok(());
         }
-        let curve = match &self.file_curve {
-            Some(c) => c.clone(),
-            None => builtin_curve_for(topology)?,
+        let (source, curve) = match &self.file_curve {
+            Some((path, c)) => (format!("'{path}'"), c.clone()),
+            None => ("built in".to_string(), builtin_curve_for(topology)?),
         };
+        self.note(format!(
+            "MAPI-to-gap curve {source}, measured on '{}' by {}",
+            curve.machine, curve.measured_by
+        ));
+        if let Some((m0, g0, m1, g1)) = curve.falls(FALL_POINTS) {
+            self.note(format!(
+                "the MAPI-to-gap curve falls from {g0:.1}% at MAPI {m0} to {g1:.1}% at MAPI {m1}, \
+                 where [Gaud10 §3.1] has the gap grow with MAPI: the applications are ranked by \
+                 predicted gap, which then does not follow their MAPI (measure it again: rondpoint \
+                 calibrate)"
+            ));
+        }
         self.curve = Some(curve);
         Ok(())
     }
@@ -285,6 +299,10 @@ impl Oaas {
         actions
     }
 }
+
+/// How far (percentage points) a curve may fall below its highest gap at a lower MAPI before
+/// the run says so: measurement noise, ours (calibration repeats within a fraction of a point).
+const FALL_POINTS: f64 = 1.0;
 
 impl Policy for Oaas {
     fn name(&self) -> &str {

@@ -197,11 +197,17 @@ fn it_decides_once_a_period_over_the_whole_period() {
     let a = o.decide(&t, &epoch(200, 100, &nodes, &[0.15, 0.0, 0.0, 0.0]));
     assert!(!a.is_empty());
     assert!((o.last_decision()[0].mapi - 0.05).abs() < 1e-9);
-    assert!(o.notes().is_empty(), "{:?}", o.notes());
+    // Only the curve is noted: where it came from.
+    assert_eq!(o.notes().len(), 1, "{:?}", o.notes());
+    assert!(
+        o.notes()[0].starts_with("MAPI-to-gap curve built in, measured on 'r905-asymmetric'"),
+        "{:?}",
+        o.notes()
+    );
     // Epochs longer than the period: one decision each, and a note saying so.
     let mut o = oaas(OaasConfig::default(), &t, &nodes);
     o.decide(&t, &epoch(0, 1000, &nodes, &[0.0; 4]));
-    assert!(o.notes()[0].contains("--epoch-ms 300"), "{:?}", o.notes());
+    assert!(o.notes()[1].contains("--epoch-ms 300"), "{:?}", o.notes());
 }
 
 #[test]
@@ -469,4 +475,30 @@ proptest! {
             prop_assert!(gain > 5.0);
         }
     }
+}
+
+#[test]
+fn a_run_names_its_curve_and_says_when_it_falls_with_mapi() {
+    let (_, mut c) = builtin_curves().unwrap().remove(0);
+    let last = c.points.len() - 1;
+    c.points[last].gap_pct = 5.0;
+    let config = OaasConfig {
+        curve: Curve::File {
+            path: "falling.toml".into(),
+            text: c.to_toml().unwrap(),
+        },
+        ..OaasConfig::default()
+    };
+    let t = r905();
+    let o = oaas(config, &t, &[0, 1]);
+    let notes = o.notes();
+    assert!(
+        notes[0].starts_with("MAPI-to-gap curve 'falling.toml', measured on 'r905-asymmetric'"),
+        "{notes:?}"
+    );
+    assert!(
+        notes[1]
+            .starts_with("the MAPI-to-gap curve falls from 30.6% at MAPI 0.5 to 5.0% at MAPI 0.6"),
+        "{notes:?}"
+    );
 }

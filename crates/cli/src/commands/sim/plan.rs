@@ -229,7 +229,7 @@ impl Plan {
         let config = if policy == bound::NAME {
             self.config.clone()
         } else {
-            cell_config(&self.config, policy, seed, solo)?
+            cell_config(&self.spec, &self.config, policy, seed, solo)?
         };
         let sim = SimConfig {
             seed,
@@ -310,19 +310,25 @@ pub fn refusal(e: &anyhow::Error) -> Option<String> {
         })
 }
 
-/// The parameters `policy` runs with in one cell: `config`, the per-program profiles `solo`
-/// measured (for a policy that takes them, where `config` does not give them) and the cell's
-/// seed (unless `config` gives one). `sim` and `record` both run a policy with these.
+/// The parameters `policy` runs with in one cell on `spec`: `config`, the per-program profiles
+/// `solo` measured (for a policy that takes them, where `config` does not give them), the
+/// machine's MAPI-to-gap curve measured at start (for a policy that takes one, where `config`
+/// names none) and the cell's seed (unless `config` gives one). `sim` and `record` both run a
+/// policy with these.
 pub fn cell_config(
+    spec: &MachineSpec,
     config: &PolicyConfig,
     policy: &str,
     seed: u64,
     solo: Option<&Solo>,
 ) -> Result<PolicyConfig> {
     let registry = crate::policies::registry();
+    let info = registry.info(policy)?;
     let mut config = config.clone();
     if let Some(solo) = solo {
-        multiprogram::fill_profiles(&mut config, registry.info(policy)?, solo)?;
+        multiprogram::fill_profiles(&mut config, info, solo)?;
     }
+    rondpoint_sim::calibrate::fill_curve(&mut config, info, spec)
+        .with_context(|| format!("measuring {}'s MAPI-to-gap curve", spec.name))?;
     Ok(registry.seeded(&config, policy, seed)?)
 }
