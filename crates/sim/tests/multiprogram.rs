@@ -312,3 +312,81 @@ fn a_program_spread_over_every_node_runs_alone_as_placed() {
         r.completion_s
     );
 }
+
+/// A machine with several problems at once: an 8-thread application beside four
+/// single-threaded programs on machine A. Every policy runs it to the end, or refuses it
+/// before it starts with a reason; none fails an action silently, and the policies of
+/// [Majo11] leave the multi-threaded application alone and say so.
+#[test]
+fn a_mix_of_multi_and_single_threaded_programs_under_every_policy() {
+    let m = MachineSpec::from_preset(&presets::machine("opteron-8385").unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mixed.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "mixed-threads"
+description = "test: streamcluster on nodes 0-1 beside mcf, milc, soplex and lbm"
+[[app]]
+preset = "streamcluster"
+threads = 8
+instructions = 2e10
+placement = { nodes = [0, 1] }
+[[app]]
+preset = "mcf"
+membind = [2]
+[[app]]
+preset = "milc"
+membind = [2]
+[[app]]
+preset = "soplex"
+membind = [3]
+[[app]]
+preset = "lbm"
+membind = [3]
+"#,
+    )
+    .unwrap();
+    let s = presets::workload(file.to_str().unwrap()).unwrap();
+    let registry = rondpoint_policy::registry();
+    let (mut ran, mut refused) = (Vec::new(), Vec::new());
+    for name in registry.names() {
+        let build = || rondpoint_policy::build(name, &PolicyConfig::default());
+        match experiment::run_policy(
+            &m,
+            &s,
+            &build,
+            &SimConfig::default(),
+            &EngineConfig::default(),
+            None,
+            |_, _, _| {},
+        ) {
+            Ok(r) => {
+                let failed: Vec<&String> =
+                    r.notes.iter().filter(|n| n.contains("failed")).collect();
+                assert!(failed.is_empty(), "{name}: {failed:?}");
+                if name == "n-mass" || name == "maximum-local" {
+                    assert!(
+                        r.notes
+                            .iter()
+                            .any(|n| n.contains("left where the OS runs it")),
+                        "{name}: {:?}",
+                        r.notes
+                    );
+                }
+                ran.push(name);
+            }
+            Err(e) => refused.push(format!("{name}: {e}")),
+        }
+    }
+    println!("ran: {ran:?}\nrefused: {refused:#?}");
+    for policy in [
+        "first-touch",
+        "carrefour",
+        "autonuma",
+        "n-mass",
+        "maximum-local",
+    ] {
+        assert!(ran.contains(&policy), "{policy}: {refused:?}");
+    }
+}

@@ -206,8 +206,15 @@ impl Policy for CfsAverage {
         let Some(split) = self.splits(topology, managed.len()).into_iter().nth(k) else {
             return Vec::new();
         };
-        let target: Vec<Option<usize>> = split.into_iter().map(Some).collect();
-        plan::pins(topology, &managed, &target, &BTreeMap::new())
+        // Multi-threaded processes stay where the OS runs them, their cores taken (as under
+        // n-mass: [Majo11]'s programs are single-threaded).
+        let (_, _, taken) = Managed::split(topology, processes);
+        let target: Vec<Option<usize>> = split
+            .into_iter()
+            .zip(&managed)
+            .map(|(node, m)| (m.threads.len() == 1).then_some(node))
+            .collect();
+        plan::pins(topology, &managed, &target, &BTreeMap::new(), &taken)
     }
 
     fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {

@@ -1,7 +1,7 @@
 //! What the mapping algorithms see, and [Majo11 Algorithm 2], maximum-local.
 
-use rondpoint_model::Topology;
-use std::collections::VecDeque;
+use rondpoint_model::{CpuId, Topology};
+use std::collections::{BTreeSet, VecDeque};
 
 /// A process as the mapping algorithms see it.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,6 +39,19 @@ impl Processors {
             })
             .collect();
         Self { cores, fallback }
+    }
+
+    /// The machine without the cores in `taken` (those multi-threaded processes run on).
+    pub fn without(mut self, topology: &Topology, taken: &BTreeSet<CpuId>) -> Self {
+        for cpu in taken {
+            let node = topology
+                .node_of_cpu(*cpu)
+                .and_then(|n| topology.index_of(n));
+            if let Some(c) = node.and_then(|n| self.cores.get_mut(n)) {
+                *c = c.saturating_sub(1);
+            }
+        }
+        self
     }
 
     /// `get_next_available_core(node)` of [Majo11 §3.3]: a free core of `node`, else of the

@@ -79,6 +79,9 @@ pub struct NMass {
     pinned: BTreeMap<(Pid, Tid), CpuId>,
     /// The narrowest link's capacity per direction, once the machine has reported it.
     link_bytes_per_s: Option<f64>,
+    /// The multi-threaded processes it has said it leaves alone.
+    left_alone: BTreeSet<Pid>,
+    notes: Vec<String>,
 }
 
 impl NMass {
@@ -109,6 +112,8 @@ impl NMass {
             mapped: BTreeSet::new(),
             pinned: BTreeMap::new(),
             link_bytes_per_s: None,
+            left_alone: BTreeSet::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -134,8 +139,14 @@ impl NMass {
         }
     }
 
-    /// Algorithm 1: the node of every process (`None` for those beyond the cores).
-    pub fn mapping(&self, topology: &Topology, managed: &[Managed]) -> Vec<Option<usize>> {
+    /// Algorithm 1: the node of every process (`None` for those beyond the cores), on the
+    /// cores not `taken` by multi-threaded processes.
+    pub fn mapping(
+        &self,
+        topology: &Topology,
+        managed: &[Managed],
+        taken: &BTreeSet<CpuId>,
+    ) -> Vec<Option<usize>> {
         let procs: Vec<Proc> = managed
             .iter()
             .map(|m| {
@@ -147,7 +158,7 @@ impl NMass {
                 }
             })
             .collect();
-        let machine = Processors::of(topology);
+        let machine = Processors::of(topology).without(topology, taken);
         let maxlocal = map_maxlocal(&procs, &machine);
         match &self.refine {
             Some(r) => {
@@ -185,23 +196,52 @@ impl NMass {
         })
     }
 
-    /// Maps `managed` and returns the pins that carry it out.
-    fn map(&mut self, topology: &Topology, managed: &[Managed]) -> Vec<Action> {
-        let target = self.mapping(topology, managed);
+    /// Maps `managed` on the cores not `taken` and returns the pins that carry it out.
+    fn map(
+        &mut self,
+        topology: &Topology,
+        managed: &[Managed],
+        taken: &BTreeSet<CpuId>,
+    ) -> Vec<Action> {
+        let target = self.mapping(topology, managed, taken);
         self.mapped = managed.iter().map(|m| m.pid).collect();
-        plan::pins(topology, managed, &target, &self.pinned)
+        plan::pins(topology, managed, &target, &self.pinned, taken)
+    }
+
+    /// Says once which multi-threaded processes it leaves alone.
+    fn note_left_alone(&mut self, multi: &[Managed]) {
+        for m in multi {
+            if self.left_alone.insert(m.pid) {
+                self.notes.push(format!(
+                    "{} ({}, {} threads) left where the OS runs it: {} maps \
+                     single-threaded processes, each program one process of one thread \
+                     [Majo11 §2]; its cores count as taken",
+                    m.comm,
+                    m.pid,
+                    m.threads.len(),
+                    self.name
+                ));
+            }
+        }
     }
 }
 
-/// [Majo11 §3.3, Limitations]: at most one process per core.
-fn check_fits(topology: &Topology, processes: usize) -> Result<(), Refusal> {
-    let cores = topology.cpu_count();
+/// [Majo11 §3.3, Limitations]: at most one process per core, on the cores not `taken` by
+/// multi-threaded processes.
+fn check_fits(topology: &Topology, processes: usize, taken: usize) -> Result<(), Refusal> {
+    let cores = topology.cpu_count().saturating_sub(taken);
     if processes <= cores {
         return Ok(());
     }
+    let besides = if taken > 0 {
+        format!(" (besides the {taken} that multi-threaded processes run on)")
+    } else {
+        String::new()
+    };
     Err(Refusal(format!(
-        "{processes} processes on {cores} cores: N-MASS maps at most one process per core; it \
-         decides spatial multiplexing, not temporal multiplexing [Majo11 §3.3, Limitations]"
+        "{processes} single-threaded processes on {cores} cores{besides}: N-MASS maps at most \
+         one process per core; it decides spatial multiplexing, not temporal multiplexing \
+         [Majo11 §3.3, Limitations]"
     )))
 }
 
@@ -228,7 +268,9 @@ impl Policy for NMass {
     }
 
     fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
-        check_fits(topology, processes.len())?;
+        // A process not started yet (no threads) counts as one to map.
+        let (_, multi, taken) = Managed::split(topology, processes);
+        check_fits(topology, processes.len() - multi.len(), taken.len())?;
         match self
             .inputs
             .unprofiled(processes.iter().map(|p| p.comm.as_str()))
@@ -253,15 +295,17 @@ impl Policy for NMass {
     }
 
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
-        let managed = Managed::all(topology, processes);
-        self.map(topology, &managed)
+        let (managed, multi, taken) = Managed::split(topology, processes);
+        self.note_left_alone(&multi);
+        self.map(topology, &managed, &taken)
     }
 
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
         if let Some(c) = view::narrowest_link(&observation.counters) {
             self.link_bytes_per_s = Some(c);
         }
-        let managed = Managed::all(topology, &observation.processes);
+        let (managed, multi, taken) = Managed::split(topology, &observation.processes);
+        self.note_left_alone(&multi);
         let mpki: BTreeMap<Pid, f64> = managed
             .iter()
             .filter_map(|m| {
@@ -273,7 +317,7 @@ impl Policy for NMass {
         let changed = self.changed(&managed, &mpki);
         self.last_mpki = mpki;
         if changed {
-            self.map(topology, &managed)
+            self.map(topology, &managed, &taken)
         } else {
             Vec::new()
         }
@@ -287,5 +331,9 @@ impl Policy for NMass {
                 }
             }
         }
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
     }
 }

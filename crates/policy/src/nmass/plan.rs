@@ -7,7 +7,7 @@ use rondpoint_model::{Action, CpuId, Pid, Tid, Topology};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The pins that carry `target` (a node, dense index, per process of `managed`; `None` leaves
-/// the process where it is) out. A process that stays on its node keeps its core, and is
+/// the process where it is) out; the CPUs in `taken` (multi-threaded processes') are not free. A process that stays on its node keeps its core, and is
 /// pinned there unless `pinned` says it already is. A process that changes node goes to a free
 /// core of its new node; where there is none, it exchanges cores with a process going the
 /// other way, the two pins adjacent (a backend carries such a pair out together).
@@ -16,10 +16,12 @@ pub fn pins(
     managed: &[Managed],
     target: &[Option<usize>],
     pinned: &BTreeMap<(Pid, Tid), CpuId>,
+    taken: &BTreeSet<CpuId>,
 ) -> Vec<Action> {
     let mut busy: BTreeSet<CpuId> = managed
         .iter()
         .flat_map(|m| m.threads.iter().map(|t| t.1))
+        .chain(taken.iter().copied())
         .collect();
     let mut out = Vec::new();
     let mut pending: Vec<(usize, usize)> = Vec::new();

@@ -2,6 +2,7 @@
 //! MPKI and where its threads run.
 
 use rondpoint_model::{Counters, CpuId, Pid, PolicyMode, ProcessInfo, Tid, Topology};
+use std::collections::BTreeSet;
 
 /// A process with running threads, as the policies map it.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +30,23 @@ impl Managed {
             .collect();
         v.sort_by_key(|m| m.pid);
         v
+    }
+
+    /// The processes that have threads split into those the policies map, single-threaded
+    /// ([Majo11 §2]: each program is one process of one thread), and the multi-threaded
+    /// ones, which they leave where the OS runs them, and the CPUs those run on.
+    pub fn split(
+        topology: &Topology,
+        processes: &[ProcessInfo],
+    ) -> (Vec<Self>, Vec<Self>, BTreeSet<CpuId>) {
+        let (single, multi): (Vec<Self>, Vec<Self>) = Self::all(topology, processes)
+            .into_iter()
+            .partition(|m| m.threads.len() == 1);
+        let taken = multi
+            .iter()
+            .flat_map(|m| m.threads.iter().map(|t| t.1))
+            .collect();
+        (single, multi, taken)
     }
 
     /// The node (dense index) its first thread runs on.

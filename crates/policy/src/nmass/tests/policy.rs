@@ -231,8 +231,8 @@ fn needs_thread_counters_exactly_when_it_reads_the_mpki() {
 #[test]
 fn more_processes_than_cores_is_refused_with_the_papers_limitation() {
     let t = topo();
-    assert!(crate::nmass::check_fits(&t, 8).is_ok());
-    let err = crate::nmass::check_fits(&t, 9).unwrap_err().to_string();
+    assert!(crate::nmass::check_fits(&t, 8, 0).is_ok());
+    let err = crate::nmass::check_fits(&t, 9, 0).unwrap_err().to_string();
     assert!(err.contains("spatial multiplexing, not temporal"), "{err}");
     assert!(err.contains("[Majo11 §3.3, Limitations]"), "{err}");
 }
@@ -303,4 +303,49 @@ fn with_profiled_mpki_a_program_without_a_profile_is_refused_by_name() {
     assert!(p.accepts(&t, &[process(1, "a", 4, 0)]).is_ok());
     // With measured MPKIs no profile is needed.
     assert!(n_mass().accepts(&t, &[process(3, "c", 4, 0)]).is_ok());
+}
+
+#[test]
+fn multi_threaded_processes_are_left_alone_and_their_cores_taken() {
+    // Node 0 has CPUs 0-3; a three-thread process runs on 0, 1 and 2, two single-threaded
+    // processes homed on node 0 run on 4 and 5.
+    let t = topo();
+    let mut wide = process(9, "wide", 0, 0);
+    wide.threads = (0..3)
+        .map(|c| ThreadInfo {
+            tid: Tid(90 + c),
+            cpu: CpuId(c as u32),
+            node: NodeId(0),
+            allowed_cpus: (0..8).map(CpuId).collect(),
+        })
+        .collect();
+    let procs = vec![wide, process(1, "a", 4, 0), process(2, "b", 5, 0)];
+    let mut ml = NMass::maximum_local(MaximumLocalConfig::default()).unwrap();
+    assert!(ml.accepts(&t, &procs).is_ok());
+    let start = ml.start(&t, &procs);
+    // One of a and b gets node 0's last free core (3); the other stays on node 1.
+    assert!(
+        start.contains(&pin(1, 3)) || start.contains(&pin(2, 3)),
+        "{start:?}"
+    );
+    assert!(
+        start
+            .iter()
+            .all(|a| !matches!(a, Action::PinThread { pid, .. } if *pid == Pid(9))),
+        "{start:?}"
+    );
+    let notes = ml.notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("wide (pid 9, 3 threads) left where the OS runs it"),
+        "{notes:?}"
+    );
+    // Seven single-threaded processes beside it do not fit the five cores left.
+    let mut many = procs.clone();
+    many.extend((3..8).map(|p| process(p, "x", 4, 1)));
+    let err = ml.accepts(&t, &many).unwrap_err().to_string();
+    assert!(
+        err.starts_with("7 single-threaded processes on 5 cores (besides the 3"),
+        "{err}"
+    );
 }
