@@ -14,7 +14,7 @@
 
 use crate::sys::{RealSys, Sys};
 use rondpoint_model::gap_curve::{CURVE_FORMAT, CurveMachine, CurvePoint, GapCurve};
-use rondpoint_model::{CpuId, NodeClass, Tid, Topology};
+use rondpoint_model::{CpuId, NodeClass, NodeId, Tid, Topology};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -37,6 +37,13 @@ pub enum LiveCalibrationError {
         other: &'static str,
         shape: String,
     },
+    #[error(
+        "the topology given is not this machine's: it has {given}, this machine {here}; a live \
+         calibration pins threads to the CPUs of a fast and a slow node and measures the memory \
+         of those very nodes, so it needs this machine's own topology (simulate another machine \
+         instead)"
+    )]
+    NotThisMachine { given: String, here: String },
     #[error("pinning a calibration thread to CPU {cpu}: {why}")]
     Pin { cpu: u32, why: String },
     #[error("a calibration thread failed")]
@@ -52,6 +59,10 @@ pub struct LiveCalibration {
     pub array_mib: usize,
     /// How long each node runs at each point.
     pub duration: Duration,
+    /// This machine's topology, when the one to calibrate was read from elsewhere (a copy of
+    /// sysfs): a topology that differs from it (nodes, their CPUs, distances) is refused
+    /// before anything runs. `None`: the topology to calibrate is this machine's.
+    pub this_machine: Option<Topology>,
 }
 
 impl Default for LiveCalibration {
@@ -60,6 +71,7 @@ impl Default for LiveCalibration {
             mapi: vec![0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 1.0],
             array_mib: 64,
             duration: Duration::from_millis(500),
+            this_machine: None,
         }
     }
 }
@@ -74,6 +86,42 @@ fn work_for(mapi: f64) -> u64 {
 /// The MAPI that many rounds of work per read give (the estimate of the module docs).
 fn mapi_of(work: u64) -> f64 {
     1.0 / (1.0 + INSTRUCTIONS_PER_ROUND * work as f64)
+}
+
+/// The MAPI a point asked for is measured at: the nearest a whole number of rounds of work
+/// per read gives (MAPI 0.35, 0.5 and 1 all mean no work between reads, and are one point).
+pub fn measured_mapi(asked: f64) -> f64 {
+    mapi_of(work_for(asked))
+}
+
+/// Why `given` is not `here`, in words, when their nodes, CPUs or distances differ.
+fn other_machine(given: &Topology, here: &Topology) -> Option<LiveCalibrationError> {
+    let layout = |t: &Topology| -> Vec<(NodeId, Vec<CpuId>)> {
+        t.nodes().iter().map(|n| (n.id, n.cpus.clone())).collect()
+    };
+    if layout(given) == layout(here) && given.distances() == here.distances() {
+        return None;
+    }
+    let describe = |t: &Topology| {
+        let nodes: Vec<String> = t
+            .nodes()
+            .iter()
+            .map(|n| format!("node {}: CPUs {}", n.id.0, Topology::cpulist(n)))
+            .collect();
+        let count = match t.len() {
+            1 => "1 node".to_string(),
+            n => format!("{n} nodes"),
+        };
+        format!("{count} ({})", nodes.join("; "))
+    };
+    let (mut given_text, here_text) = (describe(given), describe(here));
+    if given_text == here_text {
+        given_text.push_str(" at other distances");
+    }
+    Some(LiveCalibrationError::NotThisMachine {
+        given: given_text,
+        here: here_text,
+    })
 }
 
 /// Measures this machine's curve; `machine` names it in the file.
@@ -98,6 +146,13 @@ pub fn calibrate_live(
     };
     let (fast, fast_cpus) = first(NodeClass::Fast).ok_or_else(|| none("fast", "slow"))?;
     let (slow, slow_cpus) = first(NodeClass::Slow).ok_or_else(|| none("slow", "fast"))?;
+    if let Some(e) = config
+        .this_machine
+        .as_ref()
+        .and_then(|here| other_machine(topology, here))
+    {
+        return Err(e);
+    }
     let mut works: Vec<u64> = config.mapi.iter().map(|&m| work_for(m)).collect();
     works.sort_unstable_by(|a, b| b.cmp(a));
     works.dedup();
@@ -239,5 +294,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("no slow CPU node"), "{err}");
+    }
+
+    #[test]
+    fn another_machine_s_topology_is_refused_before_anything_runs() {
+        let asymmetric = |n| {
+            let mut d = vec![vec![16; n]; n];
+            for (i, row) in d.iter_mut().enumerate() {
+                row[i] = 10;
+            }
+            d[0][n - 1] = 22;
+            d[n - 1][0] = 22;
+            TopologyBuilder::new(n).distances(d).build().unwrap()
+        };
+        let config = LiveCalibration {
+            this_machine: Some(TopologyBuilder::new(1).build().unwrap()),
+            ..LiveCalibration::default()
+        };
+        let err = calibrate_live(&asymmetric(4), "here", &config)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "the topology given is not this machine's: it has 4 nodes (node 0: CPUs"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("this machine 1 node (node 0: CPUs "), "{err}");
+        // The same nodes and CPUs at other distances are another machine too.
+        let config = LiveCalibration {
+            this_machine: Some(TopologyBuilder::new(4).build().unwrap()),
+            ..config
+        };
+        let err = calibrate_live(&asymmetric(4), "here", &config)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(") at other distances, this machine 4 nodes"),
+            "{err}"
+        );
+        // Only the nearest whole number of rounds of work is measured.
+        assert_eq!(measured_mapi(0.35), 1.0);
+        assert_eq!(measured_mapi(1.0), 1.0);
     }
 }
