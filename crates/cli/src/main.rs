@@ -72,9 +72,10 @@ enum Command {
     ///
     /// The program's threads and children are managed; its exit status becomes rondpoint's.
     /// With `--policy interleave` its memory is interleaved from the start (set_mempolicy
-    /// before exec). On a one-node machine the program runs unchanged. Placement changes need
-    /// the rights to move another process's pages (the same user, or CAP_SYS_NICE) and to
-    /// sample it (kernel.perf_event_paranoid <= 1, or CAP_PERFMON).
+    /// before exec). On a one-node machine the program runs unchanged, and a note names what
+    /// the policy would lack on this machine, if anything. Placement changes need the rights
+    /// to move another process's pages (the same user, or CAP_SYS_NICE) and to sample it
+    /// (kernel.perf_event_paranoid <= 1, or CAP_PERFMON).
     Run(commands::run::RunArgs),
     /// Manage running processes (by pid, command name or cgroup) until SIGINT or SIGTERM.
     ///

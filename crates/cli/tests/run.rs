@@ -32,6 +32,59 @@ fn one_node_machine_runs_the_program_unchanged_with_its_exit_status() {
     .stderr(predicate::str::contains("single NUMA node"));
 }
 
+/// On one node nothing is managed, so nothing refuses a policy this machine cannot run: the
+/// program still runs, and the note says what the policy would lack here, with the message
+/// of the refusal on a machine of several nodes.
+#[test]
+fn one_node_machine_says_what_the_policy_would_lack_here() {
+    let caps: Value = serde_json::from_str(&common::stdout(&[
+        "list",
+        "capabilities",
+        "--json",
+        "--sysfs-root",
+        "fixtures/sysfs/vm-1node",
+    ]))
+    .unwrap();
+    let counted = caps["support"]["thread-counters"]["support"] == "full";
+    let me = std::process::id().to_string();
+    for policy in ["n-mass", "oaas"] {
+        let run = ["run", "-p", policy, "--", "sh", "-c", "exit 5"];
+        let daemon = ["daemon", "-p", policy, "--pid", &me];
+        for (args, code) in [(&run[..], 5), (&daemon[..], 0)] {
+            let mut args = args.to_vec();
+            args.splice(1..1, ["--sysfs-root", "fixtures/sysfs/vm-1node"]);
+            let lacks = predicate::str::contains(format!(
+                "rondpoint: even with more nodes, {policy} cannot run on this machine: it needs \
+                 per-thread instructions"
+            ))
+            .and(predicate::str::contains("this machine: thread-counters: "));
+            let ran = rondpoint(&args)
+                .assert()
+                .code(code)
+                .stderr(predicate::str::contains("single NUMA node"));
+            // Where there is a PMU the policies would run: nothing is lacking.
+            if counted {
+                ran.stderr(lacks.not());
+            } else {
+                ran.stderr(lacks);
+            }
+        }
+    }
+    // A policy whose needs this machine meets (moving pages) is not said to lack anything.
+    rondpoint(&[
+        "run",
+        "--sysfs-root",
+        "fixtures/sysfs/vm-1node",
+        "-p",
+        "usage-aware",
+        "--",
+        "true",
+    ])
+    .assert()
+    .success()
+    .stderr(predicate::str::contains("even with more nodes").not());
+}
+
 #[test]
 fn managed_run_reports_samples_and_placement_as_json() {
     let out = rondpoint(&[

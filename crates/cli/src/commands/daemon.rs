@@ -95,19 +95,21 @@ fn write_state(path: &Path, state: &State, force: bool) -> Result<()> {
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     check_selection(args)?;
     let opts = &args.live;
+    let prepared = opts.prepare()?;
+    if !prepared.topology.is_numa() {
+        noteln!(
+            "rondpoint: this machine has a single NUMA node: there is nothing to manage{}",
+            opts.nothing_recorded()
+        );
+        prepared.note_unmet_needs();
+        return Ok(ExitCode::SUCCESS);
+    }
     let Live {
         mut policy,
         topology,
         live,
         engine,
-    } = opts.prepare()?;
-    if !topology.is_numa() {
-        noteln!(
-            "rondpoint: this machine has a single NUMA node: there is nothing to manage{}",
-            opts.nothing_recorded()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
+    } = prepared;
     let stop = signals::install()?;
     let mut machine = select(args, topology, live)?;
     if args.all_processes {

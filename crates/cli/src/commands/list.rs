@@ -4,9 +4,7 @@
 use crate::format;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use rondpoint_engine::Machine;
-use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
-use rondpoint_linux::sys::RealSys;
+use rondpoint_linux::machine::LiveConfig;
 use rondpoint_model::{Capabilities, Need, Support};
 use rondpoint_policy_api::PolicyConfig;
 use rondpoint_sim::presets;
@@ -119,8 +117,7 @@ fn live_capabilities(sysfs_root: &std::path::Path) -> Result<Capabilities> {
         sysfs_root: sysfs_root.to_path_buf(),
         ..LiveConfig::default()
     };
-    let mut machine = LinuxMachine::to_launch(RealSys::new(), topology, config, Vec::new());
-    Ok(machine.capabilities())
+    Ok(crate::live::launch_capabilities(&topology, &config))
 }
 
 fn render_policies(rows: &[PolicyRow], params: bool) -> String {

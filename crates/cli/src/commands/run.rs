@@ -73,21 +73,23 @@ fn run_plain(argv: &[OsString]) -> Result<ExitCode> {
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // Everything that can be wrong with the arguments is checked before the program starts.
     let opts = &args.live;
-    let Live {
-        mut policy,
-        topology,
-        live,
-        engine,
-    } = opts.prepare()?;
-    if !topology.is_numa() {
+    let prepared = opts.prepare()?;
+    if !prepared.topology.is_numa() {
         noteln!(
             "rondpoint: this machine has a single NUMA node: there is nothing to manage; running \
              {} unchanged{}",
             args.command[0].to_string_lossy(),
             opts.nothing_recorded()
         );
+        prepared.note_unmet_needs();
         return run_plain(&args.command);
     }
+    let Live {
+        mut policy,
+        topology,
+        live,
+        engine,
+    } = prepared;
 
     let command: Vec<String> = args
         .command

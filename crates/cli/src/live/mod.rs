@@ -17,7 +17,7 @@ use rondpoint_engine::{
 };
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
 use rondpoint_linux::sys::RealSys;
-use rondpoint_model::Topology;
+use rondpoint_model::{Capabilities, Topology};
 use rondpoint_policy_api::Policy;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -240,6 +240,25 @@ impl LiveOptions {
             },
         })
     }
+}
+
+impl Live {
+    /// Says, on a one-node machine (where a run or daemon manages nothing, and so checks
+    /// nothing against the machine), what the policy would lack here: the refusal a machine of
+    /// several nodes with this one's capabilities would give. Silent when its needs are met.
+    pub fn note_unmet_needs(&self) {
+        let capabilities = launch_capabilities(&self.topology, &self.live);
+        if let Err(unmet) = capabilities.check(self.policy.name(), &self.policy.needs()) {
+            noteln!("rondpoint: even with more nodes, {unmet}");
+        }
+    }
+}
+
+/// What a machine that launches its program offers the policies here (`rondpoint run`'s),
+/// probed without launching anything.
+pub fn launch_capabilities(topology: &Topology, config: &LiveConfig) -> Capabilities {
+    LinuxMachine::to_launch(RealSys::new(), topology.clone(), config.clone(), Vec::new())
+        .capabilities()
 }
 
 /// Runs the engine on the live machine until it finishes or a signal sets `stop`: with
