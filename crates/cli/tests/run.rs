@@ -129,6 +129,42 @@ fn managed_run_reports_samples_and_placement_as_json() {
     }
 }
 
+/// `static` decides at the start to move the program to fast node 1, before it exists: the
+/// move is carried out once an epoch sees it running, and the report says so. (Whether the
+/// pin to the fixture's CPUs succeeds depends on the machine the test runs on.)
+#[test]
+fn a_start_decision_that_moves_the_program_waits_for_it_to_run() {
+    let out = rondpoint(&[
+        "run",
+        "--json",
+        "--epoch-ms",
+        "100",
+        "--sysfs-root",
+        "fixtures/sysfs/r905-asymmetric",
+        "-p",
+        "static",
+        "--set",
+        "static.mapping=F",
+        "--",
+        "sleep",
+        "0.5",
+    ])
+    .assert()
+    .success()
+    .get_output()
+    .stdout
+    .clone();
+    let r: Value = serde_json::from_slice(&out).unwrap();
+    let moves = &r["actions"]["by_technique"]["move-application"];
+    assert_eq!(moves["actions"], 1, "{r}");
+    assert_eq!(moves["skipped"], 0, "{r}");
+    let deferred = r["actions"]["deferred"][0].as_str().unwrap();
+    assert!(
+        deferred.starts_with("1 start decision (move-application) carried out at epoch "),
+        "{deferred}"
+    );
+}
+
 #[test]
 fn dry_run_still_runs_the_program() {
     rondpoint(&[

@@ -69,6 +69,20 @@ pub trait Machine {
         self.apply(actions)
     }
 
+    /// One of the policy's start decisions as the machine can carry it out now, or `None`
+    /// while it must wait for the managed programs to run. A live machine that launches its
+    /// program sets the program's allocation policy before exec ([`Machine::start`]), but can
+    /// pin or move the program only once it runs, with threads, under the pid it was given
+    /// (the policy named it by a placeholder). The engine holds back the decisions that must
+    /// wait, asks again after each observation, and carries out those ready before that
+    /// epoch's decision, through the rate limits (they are the start's: the epoch's report
+    /// does not list them); those still held when the run ends are reported skipped
+    /// ([`Accounting::deferred`] says which, and when or why). By default every decision is
+    /// ready as it is.
+    fn start_ready(&self, action: &Action) -> Option<Action> {
+        Some(action.clone())
+    }
+
     /// Whether every managed program has finished.
     fn finished(&self) -> bool;
 
@@ -214,6 +228,10 @@ pub struct Accounting {
     /// What the policy said about itself at the end of the run ([`Policy::notes`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Start decisions the machine could carry out only once its programs ran
+    /// ([`Machine::start_ready`]): when they were, or why they were not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deferred: Vec<String>,
 }
 
 impl Accounting {
@@ -321,17 +339,11 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
     machine.set_sampling(&policy.sampling());
 
-    let start = policy.start(machine.topology(), &machine.processes());
-    let start_outcomes = if config.dry_run {
-        machine.start(&[]).map_err(boxed)?;
-        dry_run_outcomes(&start, "dry run")
-    } else {
-        machine.start(&start).map_err(boxed)?
-    };
-    for (a, o) in start.iter().zip(&start_outcomes) {
-        acct.record(a, o);
-    }
-    policy.outcomes(&start, &start_outcomes);
+    let Started {
+        mut held,
+        done: start,
+        outcomes: start_outcomes,
+    } = start(machine, policy, config, &mut acct)?;
 
     let mut epoch = 0u64;
     let mut stopping = Stopping::default();
@@ -362,25 +374,10 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         // drained during the epoch); a machine's own count, from 0, agrees.
         observation.epoch = epoch;
         acct.samples_seen += observation.samples.len() as u64;
+        release_held(machine, policy, config, &mut acct, &mut held, epoch)?;
         let wanted = policy.decide(machine.topology(), &observation);
         machine.set_sampling(&policy.sampling());
-        let (admitted, refused) = config.limits.admit(wanted);
-        let mut outcomes = if config.dry_run {
-            dry_run_outcomes(&admitted, "dry run")
-        } else {
-            machine.apply(&admitted).map_err(boxed)?
-        };
-        for (a, o) in admitted.iter().zip(&outcomes) {
-            acct.record(a, o);
-        }
-        let mut actions = admitted;
-        for a in refused {
-            let o = Outcome::skipped(actions.len(), a.pages(), "rate limit");
-            acct.record(&a, &o);
-            actions.push(a);
-            outcomes.push(o);
-        }
-        policy.outcomes(&actions, &outcomes);
+        let (actions, outcomes) = carry_out(machine, policy, config, &mut acct, wanted)?;
         acct.epochs += 1;
         on_epoch(&EpochReport {
             epoch,
@@ -395,8 +392,152 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             break;
         }
     }
+    never_released(policy, &mut acct, &held);
     acct.notes = policy.notes();
     Ok(acct)
+}
+
+/// The start decisions: those carried out at the start with their outcomes, and those held
+/// until the programs run.
+struct Started {
+    held: Vec<Action>,
+    done: Vec<Action>,
+    outcomes: Vec<Outcome>,
+}
+
+/// Carries out the policy's start decisions (all reported skipped in a dry run), but for those
+/// the machine can carry out only once its programs run ([`Machine::start_ready`]), which it
+/// returns, held.
+fn start<M: Machine + ?Sized>(
+    machine: &mut M,
+    policy: &mut dyn Policy,
+    config: &EngineConfig,
+    acct: &mut Accounting,
+) -> Result<Started, EngineError> {
+    let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
+    let decided = policy.start(machine.topology(), &machine.processes());
+    let mut held = Vec::new();
+    let (now, outcomes) = if config.dry_run {
+        machine.start(&[]).map_err(boxed)?;
+        let outcomes = dry_run_outcomes(&decided, "dry run");
+        (decided, outcomes)
+    } else {
+        let mut now = Vec::with_capacity(decided.len());
+        for a in decided {
+            match machine.start_ready(&a) {
+                Some(ready) => now.push(ready),
+                None => held.push(a),
+            }
+        }
+        let outcomes = machine.start(&now).map_err(boxed)?;
+        (now, outcomes)
+    };
+    for (a, o) in now.iter().zip(&outcomes) {
+        acct.record(a, o);
+    }
+    policy.outcomes(&now, &outcomes);
+    Ok(Started {
+        held,
+        done: now,
+        outcomes,
+    })
+}
+
+/// Admits `wanted` through the rate limits, has the machine carry out what was admitted (or
+/// reports it skipped in a dry run), accounts for every outcome and tells the policy; the
+/// actions in the order reported, with their outcomes.
+fn carry_out<M: Machine + ?Sized>(
+    machine: &mut M,
+    policy: &mut dyn Policy,
+    config: &EngineConfig,
+    acct: &mut Accounting,
+    wanted: Vec<Action>,
+) -> Result<(Vec<Action>, Vec<Outcome>), EngineError> {
+    let (admitted, refused) = config.limits.admit(wanted);
+    let mut outcomes = if config.dry_run {
+        dry_run_outcomes(&admitted, "dry run")
+    } else {
+        machine
+            .apply(&admitted)
+            .map_err(|e| EngineError::Machine(Box::new(e)))?
+    };
+    for (a, o) in admitted.iter().zip(&outcomes) {
+        acct.record(a, o);
+    }
+    let mut actions = admitted;
+    for a in refused {
+        let o = Outcome::skipped(actions.len(), a.pages(), "rate limit");
+        acct.record(&a, &o);
+        actions.push(a);
+        outcomes.push(o);
+    }
+    policy.outcomes(&actions, &outcomes);
+    Ok((actions, outcomes))
+}
+
+/// Carries out the held start decisions the machine can carry out now, after the observation
+/// of `epoch`; the others stay held.
+fn release_held<M: Machine + ?Sized>(
+    machine: &mut M,
+    policy: &mut dyn Policy,
+    config: &EngineConfig,
+    acct: &mut Accounting,
+    held: &mut Vec<Action>,
+    epoch: u64,
+) -> Result<(), EngineError> {
+    let mut ready = Vec::new();
+    held.retain(|a| match machine.start_ready(a) {
+        Some(r) => {
+            ready.push(r);
+            false
+        }
+        None => true,
+    });
+    if ready.is_empty() {
+        return Ok(());
+    }
+    let what = start_decisions(&ready);
+    carry_out(machine, policy, config, acct, ready)?;
+    acct.deferred.push(format!(
+        "{what} carried out at epoch {epoch}, the first that saw the program running (not \
+         possible before it started)"
+    ));
+    Ok(())
+}
+
+/// Reports the start decisions still held when the run ends as skipped.
+fn never_released(policy: &mut dyn Policy, acct: &mut Accounting, held: &[Action]) {
+    if held.is_empty() {
+        return;
+    }
+    let why = "the program was not seen running before the run ended";
+    let outcomes: Vec<Outcome> = held
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Outcome::skipped(i, a.pages(), why))
+        .collect();
+    for (a, o) in held.iter().zip(&outcomes) {
+        acct.record(a, o);
+    }
+    policy.outcomes(held, &outcomes);
+    acct.deferred.push(format!(
+        "{} not carried out: {why} (start decisions that pin or move it wait for its \
+         threads)",
+        start_decisions(held)
+    ));
+}
+
+/// "2 start decisions (move-application, pin-thread)".
+fn start_decisions(actions: &[Action]) -> String {
+    let mut techniques: Vec<&str> = actions.iter().map(Action::technique).collect();
+    techniques.sort_unstable();
+    techniques.dedup();
+    format!(
+        "{} start decision{} ({})",
+        actions.len(),
+        if actions.len() == 1 { "" } else { "s" },
+        techniques.join(", ")
+    )
 }
 
 /// Checks that the machine meets the policy's needs and that the policy can manage the

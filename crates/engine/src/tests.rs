@@ -15,6 +15,9 @@ struct Fake {
     caps: Capabilities,
     started: bool,
     interrupts: u32,
+    /// Holds a start decision that moves an application until this many observations, then
+    /// carries it out on pid 7 (a launched program, named by a placeholder before it ran).
+    moves_after: Option<usize>,
 }
 
 impl Fake {
@@ -27,6 +30,7 @@ impl Fake {
             caps: Capabilities::all(),
             started: false,
             interrupts: 0,
+            moves_after: None,
         }
     }
 
@@ -80,6 +84,21 @@ impl Machine for Fake {
     fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, Infallible> {
         self.started = true;
         self.apply(actions)
+    }
+    fn start_ready(&self, action: &Action) -> Option<Action> {
+        match (self.moves_after, action) {
+            (
+                Some(n),
+                &Action::MoveApplication {
+                    to, with_memory, ..
+                },
+            ) => (self.observed_until.len() >= n).then_some(Action::MoveApplication {
+                pid: Pid(7),
+                to,
+                with_memory,
+            }),
+            _ => Some(action.clone()),
+        }
     }
     fn finished(&self) -> bool {
         self.epochs_left == 0
@@ -300,6 +319,125 @@ fn start_actions_are_applied_before_the_first_epoch() {
         m.applied.as_slice(),
         [Action::SetMemPolicy { .. }]
     ));
+}
+
+/// Sets an allocation policy and moves the application to node 1 at the start; keeps the
+/// outcomes it is told of.
+#[derive(Default)]
+struct PlacesAtStart {
+    told: Vec<(Action, OutcomeStatus)>,
+}
+
+impl Policy for PlacesAtStart {
+    fn name(&self) -> &str {
+        "places-at-start"
+    }
+    fn needs(&self) -> Vec<Need> {
+        Vec::new()
+    }
+    fn start(&mut self, t: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
+        let mut actions = SetsMemPolicy.start(t, processes);
+        actions.push(Action::MoveApplication {
+            pid: processes[0].pid,
+            to: NodeId(1),
+            with_memory: false,
+        });
+        actions
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        Vec::new()
+    }
+    fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
+        self.told.extend(
+            actions
+                .iter()
+                .cloned()
+                .zip(outcomes.iter().map(|o| o.status)),
+        );
+    }
+}
+
+#[test]
+fn start_decisions_that_wait_for_the_program_are_carried_out_once_it_runs() {
+    let mut m = Fake {
+        moves_after: Some(2),
+        ..Fake::new(3)
+    };
+    let mut p = PlacesAtStart::default();
+    let mut listed = 0;
+    let acct = run(
+        &mut m,
+        &mut p,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |r| listed += r.actions.len(),
+    )
+    .unwrap();
+    // The allocation policy at the start; the move after the second observation, on the
+    // program as the machine names it then.
+    let moved = Action::MoveApplication {
+        pid: Pid(7),
+        to: NodeId(1),
+        with_memory: false,
+    };
+    assert!(matches!(m.applied[0], Action::SetMemPolicy { .. }));
+    assert_eq!(m.applied[1..], *std::slice::from_ref(&moved));
+    assert_eq!(p.told.len(), 2);
+    assert_eq!(p.told[1], (moved, OutcomeStatus::Applied));
+    assert_eq!(acct.by_technique["move-application"].applied, 1);
+    assert_eq!(
+        acct.deferred,
+        vec![
+            "1 start decision (move-application) carried out at epoch 1, the first that saw the \
+             program running (not possible before it started)"
+                .to_string()
+        ]
+    );
+    // They are the start's, not an epoch's decisions (a replay compares those).
+    assert_eq!(listed, 0);
+}
+
+#[test]
+fn start_decisions_still_waiting_when_the_run_ends_are_reported_skipped() {
+    let mut m = Fake {
+        moves_after: Some(5),
+        ..Fake::new(2)
+    };
+    let mut p = PlacesAtStart::default();
+    let acct = run(
+        &mut m,
+        &mut p,
+        &mut VirtualClock::default(),
+        &EngineConfig::default(),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(m.applied.len(), 1, "{:?}", m.applied);
+    assert_eq!(acct.by_technique["move-application"].skipped, 1);
+    assert_eq!(p.told[1].1, OutcomeStatus::Skipped);
+    assert!(
+        acct.deferred[0].starts_with(
+            "1 start decision (move-application) not carried out: the program was not seen \
+             running before the run ended"
+        ),
+        "{:?}",
+        acct.deferred
+    );
+    // A dry run holds nothing back: every start decision is reported skipped at once.
+    let mut m = Fake {
+        moves_after: Some(0),
+        ..Fake::new(1)
+    };
+    let acct = run(
+        &mut m,
+        &mut PlacesAtStart::default(),
+        &mut VirtualClock::default(),
+        &dry(),
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(acct.by_technique["move-application"].skipped, 1);
+    assert!(acct.deferred.is_empty() && m.applied.is_empty());
 }
 
 #[test]

@@ -229,6 +229,9 @@ fn actions(out: &mut String, actions: &Accounting) {
     for note in &actions.notes {
         stat(out, "", format_args!("policy: {note}"));
     }
+    for when in &actions.deferred {
+        stat(out, "", format_args!("start: {when}"));
+    }
 }
 
 /// Where the managed processes' pages were, per node, at the first and the last epoch.
@@ -298,6 +301,7 @@ mod tests {
             reduced: vec![
                 "carrefour: for controller imbalance (node-traffic): from samples".into(),
             ],
+            deferred: vec!["1 start decision (move-application) carried out at epoch 0".into()],
             ..Accounting::default()
         };
         actions.by_technique.insert(
@@ -380,6 +384,7 @@ mod tests {
                   interleave: pages not placed: 7 EBUSY, 2 ENOENT
                   migrate: 1 actions (0 applied, 0 partial, 1 failed, 4 skipped, 2 substituted), 0 pages placed (0 moved, 0 already there), 0 B copied
                   approximated: carrefour: for controller imbalance (node-traffic): from samples
+                  start: 1 start decision (move-application) carried out at epoch 0
 
    placement            node0          node1          node2          node3
    first epoch  3.9 MiB (98%)       0 B (0%)  96.0 KiB (2%)       0 B (0%)

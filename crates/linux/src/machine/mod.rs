@@ -51,8 +51,24 @@ use std::time::Instant;
 use thiserror::Error;
 
 /// The pid a policy sees for the program `rondpoint run` is about to launch, so that its
-/// start decisions (an allocation policy) can name it before it exists.
+/// start decisions can name it before it exists: its allocation policy, set before exec, and
+/// moves, carried out on its real pid once it runs ([`Machine::start_ready`]).
 pub const PENDING: Pid = Pid(0);
+
+/// `action` on process `pid` instead of the one it names.
+fn for_pid(action: &Action, pid: Pid) -> Action {
+    let mut action = action.clone();
+    match &mut action {
+        Action::MigratePages { range, .. }
+        | Action::Interleave { range, .. }
+        | Action::Replicate { range, .. } => range.pid = pid,
+        Action::PinThread { pid: p, .. }
+        | Action::MoveApplication { pid: p, .. }
+        | Action::SetMemPolicy { pid: p, .. }
+        | Action::MoveNodePages { pid: p, .. } => *p = pid,
+    }
+    action
+}
 
 /// What can go wrong managing live processes.
 #[derive(Debug, Error)]
@@ -389,7 +405,9 @@ impl<S: Sys> Machine for LinuxMachine<S> {
     }
 
     /// Launches the program (if this machine launches one) with the allocation policy the
-    /// start decisions ask for it, then carries out the other start decisions.
+    /// start decisions ask for it; other decisions naming it wait until it runs (the engine
+    /// holds them back: [`Machine::start_ready`]), and any given here are reported skipped.
+    /// Without a program to launch, carries out the start decisions.
     fn start(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, LiveError> {
         if self.launch.is_none() {
             return self.apply(actions);
@@ -410,6 +428,21 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 _ => Outcome::skipped(i, 0, "the program had not started yet"),
             })
             .collect())
+    }
+
+    /// A start decision naming the program to launch ([`PENDING`]), but for its allocation
+    /// policy (set before exec), waits until the program runs with threads; it is then carried
+    /// out on the program's pid.
+    fn start_ready(&self, action: &Action) -> Option<Action> {
+        let launches = self.launch.is_some() || self.launched.is_some();
+        if !launches || action.pid() != PENDING || matches!(action, Action::SetMemPolicy { .. }) {
+            return Some(action.clone());
+        }
+        let pid = self.launched.filter(|_| self.exit.is_none())?;
+        if process::tids_of(&self.proc, pid).is_empty() {
+            return None;
+        }
+        Some(for_pid(action, pid))
     }
 
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, LiveError> {

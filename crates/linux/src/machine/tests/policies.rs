@@ -103,8 +103,21 @@ fn a_live_n_mass_run_pins_the_processes_its_counters_call_for() {
     assert_eq!((pins.len(), on_node1(&pins)), (4, 0), "{pins:?}");
 }
 
-/// Runs `policy` for 200 ms on the asymmetric 4-node machine of \[Gaud10\] (one CPU a node;
-/// nodes 0 and 3 slow, two hops apart), with 7001 on slow node 0 making 300 LLC misses per
+/// The asymmetric 4-node machine of \[Gaud10\]: one CPU a node (CPU n on node n); nodes 0 and
+/// 3 slow, two hops apart.
+fn gaud10_machine() -> Topology {
+    TopologyBuilder::new(4)
+        .distances(vec![
+            vec![10, 16, 16, 22],
+            vec![16, 10, 16, 16],
+            vec![16, 16, 10, 16],
+            vec![22, 16, 16, 10],
+        ])
+        .build()
+        .unwrap()
+}
+
+/// Runs `policy` for 200 ms on [`gaud10_machine`], with 7001 on slow node 0 making 300 LLC misses per
 /// thousand instructions (MAPI 0.3, the paper's plateau), 7002 on fast node 1 making almost
 /// none and, when `third`, 7003 on fast node 2 making a few more. The system calls made.
 fn oaas_calls(policy: &str, third: bool) -> Vec<Call> {
@@ -118,21 +131,12 @@ fn oaas_calls(policy: &str, third: bool) -> Vec<Call> {
         .iter()
         .map(|a| a.0)
         .fold(FakeSys::new(), |s, p| s.with_process(p, &[]));
-    let topology = TopologyBuilder::new(4)
-        .distances(vec![
-            vec![10, 16, 16, 22],
-            vec![16, 10, 16, 16],
-            vec![16, 16, 10, 16],
-            vec![22, 16, 16, 10],
-        ])
-        .build()
-        .unwrap();
     let cfg = LiveConfig {
         proc_root: proc.path().to_path_buf(),
         ..config()
     };
     let pids = apps.iter().map(|a| Pid(a.0)).collect();
-    let mut m = LinuxMachine::to_manage(sys, topology, cfg, pids);
+    let mut m = LinuxMachine::to_manage(sys, gaud10_machine(), cfg, pids);
     for (k, app) in apps.iter().enumerate() {
         let (fd, misses) = (101 + 3 * k as i32, app.3);
         m.sys.counters.insert(fd, reading(1_000_000_000, 100, 100));
@@ -212,4 +216,74 @@ fn a_live_oaas_run_moves_the_sensitive_application_to_a_fast_node() {
     let calls = oaas_calls("oaas-nopm", true);
     assert_eq!(pinned(&calls, 7001), vec![CpuId(1)], "{calls:?}");
     assert_eq!(moved(&calls), vec![], "{calls:?}");
+}
+
+/// Launches `prog` (the fake kernel's pid 4000) under `static` with mapping F for two epochs of
+/// 1 s on [`gaud10_machine`], where /proc has it running on slow node 0 unless `gone` (it
+/// exited before an epoch saw it); the accounting and the system calls made.
+fn launched_under_static(gone: bool) -> (rondpoint_engine::Accounting, Vec<Call>) {
+    let proc = processes_at(if gone { &[] } else { &[(4000, 0, 0)] });
+    let cfg = LiveConfig {
+        proc_root: proc.path().to_path_buf(),
+        ..config()
+    };
+    let mut m = LinuxMachine::to_launch(FakeSys::new(), gaud10_machine(), cfg, vec!["prog".into()]);
+    if gone {
+        m.sys.exits.insert(4000, [ExitStatus::Code(0)].into());
+    }
+    let registry = rondpoint_policy::registry();
+    let mut config = rondpoint_policy_api::PolicyConfig::default();
+    registry.set_arg(&mut config, "static.mapping=F").unwrap();
+    let mut p = registry.build("static", &config).unwrap();
+    let engine = rondpoint_engine::EngineConfig {
+        time_limit_ns: Some(2_000_000_000),
+        ..rondpoint_engine::EngineConfig::default()
+    };
+    let acct = rondpoint_engine::run(
+        &mut m,
+        p.as_mut(),
+        &mut rondpoint_engine::VirtualClock::default(),
+        &engine,
+        |_| {},
+    )
+    .unwrap();
+    (acct, m.sys().calls.clone())
+}
+
+#[test]
+fn a_launched_program_is_moved_where_the_start_decided_once_it_runs() {
+    // `static` decides at the start, on the program not yet launched (no threads): to fast
+    // node 1. The move waits for the program to run and is carried out on its pid.
+    let (acct, calls) = launched_under_static(false);
+    let spawned = calls
+        .iter()
+        .position(|c| matches!(c, Call::Spawn { .. }))
+        .unwrap();
+    let pinned = calls.iter().position(
+        |c| matches!(c, Call::SetAffinity { tid, cpus } if tid.0 == 4000 && cpus == &[CpuId(1)]),
+    );
+    assert!(pinned.is_some_and(|p| p > spawned), "{calls:?}");
+    let moves = &acct.by_technique["move-application"];
+    assert_eq!((moves.actions, moves.applied), (1, 1), "{acct:?}");
+    assert_eq!(acct.deferred.len(), 1);
+    assert!(
+        acct.deferred[0].starts_with("1 start decision (move-application) carried out at epoch 0"),
+        "{:?}",
+        acct.deferred
+    );
+    // A program that ended before an epoch saw it running was never moved, and the report
+    // says so.
+    let (acct, calls) = launched_under_static(true);
+    assert!(
+        !calls
+            .iter()
+            .any(|c| matches!(c, Call::SetAffinity { tid, .. } if tid.0 == 4000)),
+        "{calls:?}"
+    );
+    assert_eq!(acct.by_technique["move-application"].skipped, 1);
+    assert!(
+        acct.deferred[0].contains("not carried out: the program was not seen running"),
+        "{:?}",
+        acct.deferred
+    );
 }
