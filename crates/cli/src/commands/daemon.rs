@@ -1,6 +1,6 @@
 //! `rondpoint daemon`: manage running processes until stopped.
 
-use crate::live::{Live, LiveOptions, LiveRecording, RunReport, drive};
+use crate::live::{LiveOptions, LiveRecording, RunReport, drive};
 use crate::signals;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -95,7 +95,7 @@ fn write_state(path: &Path, state: &State, force: bool) -> Result<()> {
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     check_selection(args)?;
     let opts = &args.live;
-    let prepared = opts.prepare()?;
+    let mut prepared = opts.prepare()?;
     if !prepared.topology.is_numa() {
         noteln!(
             "rondpoint: this machine has a single NUMA node: there is nothing to manage{}",
@@ -104,14 +104,8 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         prepared.note_unmet_needs();
         return Ok(ExitCode::SUCCESS);
     }
-    let Live {
-        mut policy,
-        topology,
-        live,
-        engine,
-    } = prepared;
     let stop = signals::install()?;
-    let mut machine = select(args, topology, live)?;
+    let mut machine = select(args, prepared.topology, prepared.live)?;
     if args.all_processes {
         noteln!(
             "rondpoint: --all-processes: managing {} processes now, and those the selection \
@@ -146,8 +140,8 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     };
     let acct = drive(
         &mut machine,
-        policy.as_mut(),
-        &engine,
+        prepared.policy.as_mut(),
+        &prepared.engine,
         &stop,
         OnStop::End,
         on_epoch,

@@ -1,6 +1,6 @@
 //! `rondpoint run`: launch a program under management and report, like `perf stat`.
 
-use crate::live::{Live, LiveOptions, LiveRecording, RunReport, drive};
+use crate::live::{LiveOptions, LiveRecording, RunReport, drive};
 use crate::signals;
 use anyhow::Result;
 use clap::Args;
@@ -73,7 +73,7 @@ fn run_plain(argv: &[OsString]) -> Result<ExitCode> {
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // Everything that can be wrong with the arguments is checked before the program starts.
     let opts = &args.live;
-    let prepared = opts.prepare()?;
+    let mut prepared = opts.prepare()?;
     if !prepared.topology.is_numa() {
         noteln!(
             "rondpoint: this machine has a single NUMA node: there is nothing to manage; running \
@@ -84,19 +84,18 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         prepared.note_unmet_needs();
         return run_plain(&args.command);
     }
-    let Live {
-        mut policy,
-        topology,
-        live,
-        engine,
-    } = prepared;
 
     let command: Vec<String> = args
         .command
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let mut machine = LinuxMachine::to_launch(RealSys::new(), topology, live, args.command.clone());
+    let mut machine = LinuxMachine::to_launch(
+        RealSys::new(),
+        prepared.topology,
+        prepared.live,
+        args.command.clone(),
+    );
     let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &mut machine)?;
     let stop = signals::install()?;
     let started = Instant::now();
@@ -121,8 +120,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // program's.
     let acct = drive(
         &mut machine,
-        policy.as_mut(),
-        &engine,
+        prepared.policy.as_mut(),
+        &prepared.engine,
         &stop,
         OnStop::Interrupt,
         on_epoch,
