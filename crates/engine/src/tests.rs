@@ -34,6 +34,14 @@ impl Fake {
         }
     }
 
+    /// A machine that launches its program, which runs from the `runs_after`-th observation.
+    fn launching(epochs: u32, runs_after: usize) -> Self {
+        Self {
+            moves_after: Some(runs_after),
+            ..Self::new(epochs)
+        }
+    }
+
     fn with_capabilities(caps: Capabilities) -> Self {
         Self {
             caps,
@@ -109,6 +117,21 @@ impl Machine for Fake {
     }
 }
 
+/// Runs `policy` on `machine` on a virtual clock, without looking at the epochs.
+fn run_quietly<M: Machine>(
+    machine: &mut M,
+    policy: &mut dyn Policy,
+    config: &EngineConfig,
+) -> Result<Accounting, EngineError> {
+    run(
+        machine,
+        policy,
+        &mut VirtualClock::default(),
+        config,
+        |_| {},
+    )
+}
+
 /// Asks to migrate `n` one-page ranges every epoch.
 struct Mover(u64);
 
@@ -160,14 +183,7 @@ fn rate_limit_refuses_the_excess_and_accounts_for_it() {
         },
         ..EngineConfig::default()
     };
-    let acct = run(
-        &mut m,
-        &mut Mover(5),
-        &mut VirtualClock::default(),
-        &cfg,
-        |_| {},
-    )
-    .unwrap();
+    let acct = run_quietly(&mut m, &mut Mover(5), &cfg).unwrap();
     assert_eq!(m.applied.len(), 6, "3 per epoch for 2 epochs");
     let t = &acct.by_technique["migrate"];
     assert_eq!((t.actions, t.applied, t.skipped), (10, 6, 4));
@@ -207,14 +223,7 @@ fn dry_run_applies_nothing_and_reports_everything() {
 
     // Start decisions too: the program starts without them.
     let mut m = Fake::new(1);
-    let acct = run(
-        &mut m,
-        &mut SetsMemPolicy,
-        &mut VirtualClock::default(),
-        &dry(),
-        |_| {},
-    )
-    .unwrap();
+    let acct = run_quietly(&mut m, &mut SetsMemPolicy, &dry()).unwrap();
     assert!(m.applied.is_empty());
     assert_eq!(acct.by_technique["set-mempolicy"].skipped, 1);
 }
@@ -288,14 +297,7 @@ fn the_policy_is_told_every_outcome_including_refusals_and_dry_runs() {
     );
 
     let mut p = Listener::default();
-    run(
-        &mut Fake::new(1),
-        &mut p,
-        &mut VirtualClock::default(),
-        &dry(),
-        |_| {},
-    )
-    .unwrap();
+    run_quietly(&mut Fake::new(1), &mut p, &dry()).unwrap();
     assert!(
         p.told[1]
             .iter()
@@ -307,14 +309,7 @@ fn the_policy_is_told_every_outcome_including_refusals_and_dry_runs() {
 fn start_actions_are_applied_before_the_first_epoch() {
     let mut m = Fake::new(1);
     let mut p = SetsMemPolicy;
-    run(
-        &mut m,
-        &mut p,
-        &mut VirtualClock::default(),
-        &EngineConfig::default(),
-        |_| {},
-    )
-    .unwrap();
+    run_quietly(&mut m, &mut p, &EngineConfig::default()).unwrap();
     assert!(matches!(
         m.applied.as_slice(),
         [Action::SetMemPolicy { .. }]
@@ -359,10 +354,7 @@ impl Policy for PlacesAtStart {
 
 #[test]
 fn start_decisions_that_wait_for_the_program_are_carried_out_once_it_runs() {
-    let mut m = Fake {
-        moves_after: Some(2),
-        ..Fake::new(3)
-    };
+    let mut m = Fake::launching(3, 2);
     let mut p = PlacesAtStart::default();
     let mut listed = 0;
     let acct = run(
@@ -399,19 +391,9 @@ fn start_decisions_that_wait_for_the_program_are_carried_out_once_it_runs() {
 
 #[test]
 fn start_decisions_still_waiting_when_the_run_ends_are_reported_skipped() {
-    let mut m = Fake {
-        moves_after: Some(5),
-        ..Fake::new(2)
-    };
+    let mut m = Fake::launching(2, 5);
     let mut p = PlacesAtStart::default();
-    let acct = run(
-        &mut m,
-        &mut p,
-        &mut VirtualClock::default(),
-        &EngineConfig::default(),
-        |_| {},
-    )
-    .unwrap();
+    let acct = run_quietly(&mut m, &mut p, &EngineConfig::default()).unwrap();
     assert_eq!(m.applied.len(), 1, "{:?}", m.applied);
     assert_eq!(acct.by_technique["move-application"].skipped, 1);
     assert_eq!(p.told[1].1, OutcomeStatus::Skipped);
@@ -424,18 +406,8 @@ fn start_decisions_still_waiting_when_the_run_ends_are_reported_skipped() {
         acct.deferred
     );
     // A dry run holds nothing back: every start decision is reported skipped at once.
-    let mut m = Fake {
-        moves_after: Some(0),
-        ..Fake::new(1)
-    };
-    let acct = run(
-        &mut m,
-        &mut PlacesAtStart::default(),
-        &mut VirtualClock::default(),
-        &dry(),
-        |_| {},
-    )
-    .unwrap();
+    let mut m = Fake::launching(1, 0);
+    let acct = run_quietly(&mut m, &mut PlacesAtStart::default(), &dry()).unwrap();
     assert_eq!(acct.by_technique["move-application"].skipped, 1);
     assert!(acct.deferred.is_empty() && m.applied.is_empty());
 }
@@ -446,13 +418,7 @@ fn zero_epoch_is_refused() {
         epoch_ns: 0,
         ..EngineConfig::default()
     };
-    let r = run(
-        &mut Fake::new(1),
-        &mut Mover(0),
-        &mut VirtualClock::default(),
-        &cfg,
-        |_| {},
-    );
+    let r = run_quietly(&mut Fake::new(1), &mut Mover(0), &cfg);
     assert!(matches!(r, Err(EngineError::ZeroEpoch)));
 }
 
@@ -816,14 +782,7 @@ fn what_a_policy_runs_without_exactly_is_in_the_accounting() {
         Support::Estimated("the kernel's own scan".into()),
     ));
     let mut p = WantsFaultSamples;
-    let acct = run(
-        &mut m,
-        &mut p,
-        &mut VirtualClock::default(),
-        &EngineConfig::default(),
-        |_| {},
-    )
-    .unwrap();
+    let acct = run_quietly(&mut m, &mut p, &EngineConfig::default()).unwrap();
     assert_eq!(acct.reduced.len(), 1);
     assert!(
         acct.reduced[0].contains("the kernel's own scan"),
