@@ -3,7 +3,7 @@
 
 use crate::sys::{Errno, PerfAttr, Sys};
 use crate::sysfs::SysfsRoot;
-use rondpoint_model::{Capabilities, Capability, Pid, Support};
+use rondpoint_model::{Capabilities, Capability, NodeId, Pid, Support};
 use std::collections::BTreeMap;
 
 /// `PERF_TYPE_HARDWARE` and its `PERF_COUNT_HW_INSTRUCTIONS` (include/uapi/linux/perf_event.h).
@@ -14,14 +14,41 @@ const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
 /// node (`nodeN`, a weight from 1 to 255), machine-wide.
 pub const WEIGHTED_INTERLEAVE_DIR: &str = "kernel/mm/mempolicy/weighted_interleave";
 
+/// `kernel.numa_balancing` is a bit mask (Documentation/admin-guide/sysctl/kernel.rst,
+/// "numa_balancing"): bit 0 (1, `NUMA_BALANCING_NORMAL`) is NUMA balancing, which makes hinting
+/// faults on the pages it scans and migrates them toward the faulting task; bit 1 (2,
+/// `NUMA_BALANCING_MEMORY_TIERING`, Linux 6.0) is memory tiering, which promotes the hot pages
+/// of slower-tier nodes to the faster tier. 3 is both. With tiering alone, the scan skips pages
+/// on top-tier nodes (`change_pte_range` in mm/mprotect.c), so hinting faults come only from
+/// slower-tier memory.
+const NUMA_BALANCING_NORMAL: u32 = 1;
+const NUMA_BALANCING_MEMORY_TIERING: u32 = 2;
+
+/// Whether kernel.numa_balancing (`None`: no CONFIG_NUMA_BALANCING) makes hinting faults on
+/// every node's pages, and balances them (1 or 3).
+pub fn balances(numa_balancing: Option<u32>) -> bool {
+    numa_balancing.is_some_and(|m| m & NUMA_BALANCING_NORMAL != 0)
+}
+
+/// Whether kernel.numa_balancing is memory tiering alone (2): hinting faults, and the kernel's
+/// promotions, only on slower-tier memory.
+pub fn tiering_only(numa_balancing: Option<u32>) -> bool {
+    numa_balancing
+        .is_some_and(|m| m & NUMA_BALANCING_MEMORY_TIERING != 0 && m & NUMA_BALANCING_NORMAL == 0)
+}
+
 /// The facts the live machine's capabilities follow from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Probe {
     /// Whether a hardware counter opens on this process (perf_event_open with
     /// PERF_TYPE_HARDWARE), and the errno if not (ENOENT on most VMs: no PMU).
     pub hardware_counters: Result<(), Errno>,
-    /// kernel.numa_balancing (hinting faults happen only when it is 1).
+    /// kernel.numa_balancing, a bit mask: hinting faults on every node's pages with 1 or 3,
+    /// only on slower-tier memory with 2 (memory tiering alone), none with 0.
     pub numa_balancing: Option<u32>,
+    /// The nodes whose memory is a slower tier than the nodes with CPUs (where
+    /// kernel.numa_balancing=2 makes hinting faults).
+    pub slower_tier: Vec<NodeId>,
     /// Whether the machine launches its program (allocation policies are set before exec;
     /// a running process's policy cannot be set from outside).
     pub launches: bool,
@@ -31,11 +58,13 @@ pub struct Probe {
 
 impl Probe {
     /// Probes this machine: one hardware counter opened and closed on rondpoint itself, and
-    /// the weighted-interleave weights read from sysfs.
+    /// the weighted-interleave weights read from sysfs; `numa_balancing`, `slower_tier` and
+    /// `launches` are taken as given.
     pub fn run<S: Sys>(
         sys: &mut S,
         sysfs: &SysfsRoot,
         numa_balancing: Option<u32>,
+        slower_tier: Vec<NodeId>,
         launches: bool,
     ) -> Self {
         let attr = PerfAttr {
@@ -50,6 +79,7 @@ impl Probe {
         Self {
             hardware_counters,
             numa_balancing,
+            slower_tier,
             launches,
             interleave_weights: interleave_weights(sysfs),
         }
@@ -77,7 +107,8 @@ impl Probe {
                 Capability::AccessSamples,
                 Support::Estimated(
                     "page-fault samples stand in for IBS/PEBS (first touches, and NUMA hinting \
-                     faults when kernel.numa_balancing=1): IBS/PEBS sampling is not wired yet"
+                     faults when kernel.numa_balancing is 1 or 3, or 2 on slower-tier memory): \
+                     IBS/PEBS sampling is not wired yet"
                         .into(),
                 ),
             )
@@ -123,19 +154,35 @@ impl Probe {
     }
 
     fn fault_samples(&self) -> Support {
-        if self.numa_balancing == Some(1) {
-            Support::Estimated(
-                "the kernel's own hinting-fault scan (kernel.numa_balancing=1), at its scan size \
-                 and period rather than the policy's"
-                    .into(),
-            )
-        } else {
-            Support::Missing(
-                "kernel.numa_balancing is not 1, so the kernel makes no NUMA hinting faults \
-                 (sysctl kernel.numa_balancing=1)"
-                    .into(),
-            )
+        let mode = self.numa_balancing;
+        let shown = mode.map_or("absent".to_string(), |m| m.to_string());
+        if balances(mode) {
+            return Support::Estimated(format!(
+                "the kernel's own hinting-fault scan (kernel.numa_balancing={shown}), at its \
+                 scan size and period rather than the policy's"
+            ));
         }
+        if !tiering_only(mode) {
+            return Support::Missing(format!(
+                "kernel.numa_balancing is {shown}, so the kernel makes no NUMA hinting faults \
+                 (sysctl kernel.numa_balancing=1, or 3 with memory tiering)"
+            ));
+        }
+        if self.slower_tier.is_empty() {
+            return Support::Missing(
+                "kernel.numa_balancing=2 (memory tiering alone) makes hinting faults only on \
+                 slower-tier memory, and this machine has none (sysctl \
+                 kernel.numa_balancing=1, or 3)"
+                    .into(),
+            );
+        }
+        let nodes: Vec<String> = self.slower_tier.iter().map(|n| n.to_string()).collect();
+        Support::Estimated(format!(
+            "kernel.numa_balancing=2 (memory tiering alone): the kernel's own scan makes hinting \
+             faults only on the slower-tier memory of {}, whose hot pages it promotes itself; \
+             none on the other nodes' pages (3 adds them)",
+            nodes.join(", ")
+        ))
     }
 
     fn mem_policies(&self) -> Support {
@@ -200,6 +247,7 @@ mod tests {
         Probe {
             hardware_counters: counters,
             numa_balancing: Some(balancing),
+            slower_tier: Vec::new(),
             launches,
             interleave_weights: None,
         }
@@ -209,7 +257,13 @@ mod tests {
     fn the_probe_opens_one_hardware_counter_on_itself_and_closes_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut sys = FakeSys::new();
-        let p = Probe::run(&mut sys, &SysfsRoot::new(dir.path()), Some(1), true);
+        let p = Probe::run(
+            &mut sys,
+            &SysfsRoot::new(dir.path()),
+            Some(1),
+            Vec::new(),
+            true,
+        );
         assert_eq!(p.hardware_counters, Ok(()));
         let calls = &sys.calls;
         assert!(
@@ -254,6 +308,49 @@ mod tests {
             Support::Substituted(_)
         ));
         assert!(!c.support(Capability::Truth).is_available());
+    }
+
+    #[test]
+    fn numa_balancing_is_read_as_the_kernels_bit_mask() {
+        let faults = |mode: u32, slower: &[u16]| {
+            let p = Probe {
+                slower_tier: slower.iter().copied().map(NodeId).collect(),
+                ..probe(Ok(()), mode, true)
+            };
+            p.capabilities().support(Capability::FaultSamples)
+        };
+        // 1 and 3 (balancing, with or without tiering): hinting faults on every node.
+        for mode in [1, 3] {
+            let Support::Estimated(how) = faults(mode, &[]) else {
+                panic!("mode {mode}: {:?}", faults(mode, &[]));
+            };
+            assert!(how.contains(&format!("numa_balancing={mode}")), "{how}");
+        }
+        // 2 (tiering alone): only on slower-tier memory, so none without a slower tier.
+        let Support::Estimated(how) = faults(2, &[2]) else {
+            panic!("{:?}", faults(2, &[2]));
+        };
+        assert!(
+            how.contains("only on the slower-tier memory of node2"),
+            "{how}"
+        );
+        let Support::Missing(why) = faults(2, &[]) else {
+            panic!("{:?}", faults(2, &[]));
+        };
+        assert!(why.contains("this machine has none"), "{why}");
+        assert!(!faults(0, &[2]).is_available());
+        let absent = Probe {
+            numa_balancing: None,
+            ..probe(Ok(()), 0, true)
+        };
+        assert!(
+            !absent
+                .capabilities()
+                .support(Capability::FaultSamples)
+                .is_available()
+        );
+        assert!(balances(Some(3)) && balances(Some(1)) && !balances(Some(2)));
+        assert!(tiering_only(Some(2)) && !tiering_only(Some(3)) && !tiering_only(None));
     }
 
     #[test]

@@ -4,6 +4,7 @@ use crate::format;
 use crate::live::LiveOptions;
 use anyhow::Result;
 use rondpoint_engine::Accounting;
+use rondpoint_linux::capabilities;
 use rondpoint_linux::machine::{LinuxMachine, LiveStats, Signals};
 use rondpoint_linux::sys::RealSys;
 use serde::Serialize;
@@ -66,10 +67,19 @@ impl RunReport {
                 list.join(", ")
             ));
         }
-        if signals.numa_balancing != Some(1) {
+        let mode = signals.numa_balancing;
+        if capabilities::tiering_only(mode) {
             notes.push(
-                "kernel.numa_balancing is not 1: only first-touch page faults were sampled, so \
-                 later accesses were not seen (set it to 1 to sample NUMA hinting faults)"
+                "kernel.numa_balancing=2 (memory tiering alone): NUMA hinting faults were \
+                 sampled only on slower-tier memory, first touches elsewhere (set it to 3 to \
+                 sample hinting faults on every node)"
+                    .into(),
+            );
+        } else if !capabilities::balances(mode) {
+            notes.push(
+                "kernel.numa_balancing is neither 1 nor 3: only first-touch page faults were \
+                 sampled, so later accesses were not seen (set it to 1, or 3 with memory \
+                 tiering, to sample NUMA hinting faults)"
                     .into(),
             );
         }

@@ -3,8 +3,8 @@
 //!
 //! What it can see depends on the machine, and it says so ([`Signals`]):
 //! - per-page samples with the accessing CPU: the software page-fault event (first touches,
-//!   and NUMA hinting faults when kernel.numa_balancing=1), which works without a PMU, as in
-//!   most VMs (IBS and PEBS sampling are not wired in yet);
+//!   and NUMA hinting faults when kernel.numa_balancing is 1 or 3, or 2 on slower-tier memory),
+//!   which works without a PMU, as in most VMs (IBS and PEBS sampling are not wired in yet);
 //! - counters: without hardware counters, the DRAM traffic per node and per source node is
 //!   estimated from the samples (their accessing node and the page's node, found with a
 //!   move_pages query), and cycles from CPU time; the observation lists what was estimated.
@@ -88,7 +88,8 @@ pub struct Signals {
     pub sampler: Option<String>,
     /// Why sampling was not possible, when it was asked for.
     pub sampler_error: Option<String>,
-    /// kernel.numa_balancing (hinting faults are only sampled when it is 1).
+    /// kernel.numa_balancing, a bit mask: hinting faults are sampled on every node's pages when
+    /// it is 1 or 3, only on slower-tier memory when it is 2.
     pub numa_balancing: Option<u32>,
     /// Counters estimated rather than counted.
     pub estimated: Vec<String>,
@@ -201,14 +202,29 @@ impl<S: Sys> LinuxMachine<S> {
     fn probe(&mut self) -> &Probe {
         let probe = match self.probe.take() {
             Some(p) => p,
-            None => Probe::run(
-                &mut self.sys,
-                &self.sysfs,
-                self.signals.numa_balancing,
-                self.launches,
-            ),
+            None => {
+                let slower_tier = self.slower_tier();
+                Probe::run(
+                    &mut self.sys,
+                    &self.sysfs,
+                    self.signals.numa_balancing,
+                    slower_tier,
+                    self.launches,
+                )
+            }
         };
         self.probe.insert(probe)
+    }
+
+    /// The nodes whose memory is a slower tier than the nodes with CPUs: those with memory and
+    /// no CPUs (CXL, persistent memory).
+    fn slower_tier(&self) -> Vec<NodeId> {
+        self.topology
+            .nodes()
+            .iter()
+            .filter(|n| !n.has_cpu() && n.mem_total_bytes > 0)
+            .map(|n| n.id)
+            .collect()
     }
 
     fn new(sys: S, topology: Topology, config: LiveConfig, launches: bool) -> Self {

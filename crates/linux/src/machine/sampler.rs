@@ -3,6 +3,7 @@
 
 use super::process::tids_of;
 use super::{LinuxMachine, LiveConfig};
+use crate::capabilities;
 use crate::perf::ring::{self, RawSample, Record, RingError, SampleFormat};
 use crate::procfs::ThreadSnapshot;
 use crate::sys::{Errno, PerfAttr, PerfFd, Sys};
@@ -277,7 +278,8 @@ impl<S: Sys> LinuxMachine<S> {
                 sampler.threads.insert(pid, existing.into_iter().collect());
             }
             self.signals.sampler = Some(
-                "page faults (first touches; NUMA hinting faults when kernel.numa_balancing=1)"
+                "page faults (first touches; NUMA hinting faults when kernel.numa_balancing is 1 \
+                 or 3, or 2 on slower-tier memory)"
                     .into(),
             );
         }
@@ -349,6 +351,18 @@ impl<S: Sys> LinuxMachine<S> {
             .filter_map(|(root, s)| self.sample_of(root, &s))
             .collect();
         self.fill_home_nodes(&mut out);
+        // With memory tiering alone, the kernel's scan makes hinting faults only on
+        // slower-tier pages: a fault on one of those is taken for a hinting fault (the event
+        // does not tell it from the first touch of a page allocated there), any other for a
+        // first touch.
+        if capabilities::tiering_only(self.signals.numa_balancing) {
+            let slower = self.slower_tier();
+            for s in &mut out {
+                if s.home_node.is_some_and(|h| slower.contains(&h)) {
+                    s.source = SampleSource::HintingFault;
+                }
+            }
+        }
         out
     }
 
@@ -373,7 +387,9 @@ impl<S: Sys> LinuxMachine<S> {
             addr,
             page_size,
             kind: AccessKind::Read,
-            source: if self.signals.numa_balancing == Some(1) {
+            // Every fault may be a hinting fault when the kernel balances (1 or 3): the event
+            // does not tell them from first touches.
+            source: if capabilities::balances(self.signals.numa_balancing) {
                 SampleSource::HintingFault
             } else {
                 SampleSource::PageFault

@@ -255,3 +255,32 @@ fn without_hardware_counters_the_counts_are_missing_and_the_reason_kept() {
         "{why}"
     );
 }
+
+#[test]
+fn page_faults_are_hinting_faults_as_kernel_numa_balancing_says() {
+    use rondpoint_model::SampleSource::{HintingFault, PageFault};
+    // Node 3 has memory and no CPUs: the slower tier. Page HEAP is on it, HEAP + 4 KiB on
+    // node 1.
+    let topology = TopologyBuilder::new(4)
+        .cores_per_llc(4)
+        .memory_only(&[3])
+        .build()
+        .unwrap();
+    let sources = |mode: u32| {
+        let sys = FakeSys::new().with_process(MEMHOG.0, &[(HEAP, 3), (HEAP + 4096, 1)]);
+        let mut m = LinuxMachine::to_manage(sys, topology.clone(), config(), vec![MEMHOG]);
+        m.signals.numa_balancing = Some(mode);
+        m.set_sampling(&sampling());
+        let mut bytes = record(4242, 4242, HEAP, 1);
+        bytes.extend(record(4242, 4242, HEAP + 4096, 1));
+        m.sys.ring_bytes.insert(100, bytes);
+        let obs = m.observe(0).unwrap();
+        obs.samples.iter().map(|s| s.source).collect::<Vec<_>>()
+    };
+    // 1 and 3: any fault may be a hinting fault; 2 (tiering alone): only on the slower tier;
+    // 0: first touches only.
+    assert_eq!(sources(1), [HintingFault, HintingFault]);
+    assert_eq!(sources(3), [HintingFault, HintingFault]);
+    assert_eq!(sources(2), [HintingFault, PageFault]);
+    assert_eq!(sources(0), [PageFault, PageFault]);
+}
