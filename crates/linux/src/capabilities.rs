@@ -37,6 +37,14 @@ pub fn tiering_only(numa_balancing: Option<u32>) -> bool {
         .is_some_and(|m| m & NUMA_BALANCING_MEMORY_TIERING != 0 && m & NUMA_BALANCING_NORMAL == 0)
 }
 
+/// What the machine read of its kernel before the probe (see [`Probe`]'s fields).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelFacts {
+    pub numa_balancing: Option<u32>,
+    pub slower_tier: Vec<NodeId>,
+    pub watermarks: bool,
+}
+
 /// The facts the live machine's capabilities follow from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Probe {
@@ -49,6 +57,9 @@ pub struct Probe {
     /// The nodes whose memory is a slower tier than the nodes with CPUs (where
     /// kernel.numa_balancing=2 makes hinting faults).
     pub slower_tier: Vec<NodeId>,
+    /// Whether the kernel's per-node watermarks can be read (/proc/zoneinfo): a node's room
+    /// for pages moved there is then the kernel's own estimate, else a conservative rule.
+    pub watermarks: bool,
     /// Whether the machine launches its program (allocation policies are set before exec;
     /// a running process's policy cannot be set from outside).
     pub launches: bool,
@@ -58,13 +69,12 @@ pub struct Probe {
 
 impl Probe {
     /// Probes this machine: one hardware counter opened and closed on rondpoint itself, and
-    /// the weighted-interleave weights read from sysfs; `numa_balancing`, `slower_tier` and
-    /// `launches` are taken as given.
+    /// the weighted-interleave weights read from sysfs; the kernel's facts (`kernel`: its
+    /// NUMA balancing, slower tier and watermarks) and `launches` are taken as given.
     pub fn run<S: Sys>(
         sys: &mut S,
         sysfs: &SysfsRoot,
-        numa_balancing: Option<u32>,
-        slower_tier: Vec<NodeId>,
+        kernel: KernelFacts,
         launches: bool,
     ) -> Self {
         let attr = PerfAttr {
@@ -78,8 +88,9 @@ impl Probe {
             .map(|fd| sys.perf_close(fd));
         Self {
             hardware_counters,
-            numa_balancing,
-            slower_tier,
+            numa_balancing: kernel.numa_balancing,
+            slower_tier: kernel.slower_tier,
+            watermarks: kernel.watermarks,
             launches,
             interleave_weights: interleave_weights(sysfs),
         }
@@ -133,12 +144,12 @@ impl Probe {
             .set(Capability::WeightedInterleave, self.weighted_interleave())
             .set(
                 Capability::OverflowPlacement,
-                Support::Missing(
+                Support::Missing(format!(
                     "Linux has no allocation policy that spreads a full node's overflow over \
                      remote nodes: remote-placement policies move it afterwards (their reactive \
-                     mode)"
-                        .into(),
-                ),
+                     mode), onto nodes with room: {}",
+                    self.room_rule()
+                )),
             );
         c
     }
@@ -183,6 +194,18 @@ impl Probe {
              none on the other nodes' pages (3 adds them)",
             nodes.join(", ")
         ))
+    }
+
+    /// How a node's room for moved pages is judged (machine/room.rs).
+    fn room_rule(&self) -> &'static str {
+        if self.watermarks {
+            "free memory, plus the page cache and reclaimable slab the kernel counts as \
+             available, less its high watermarks and lowmem reserves (/proc/zoneinfo)"
+        } else {
+            "free memory less a fixed reserve (LiveConfig::reserve_free_bytes, 64 MiB by \
+             default), a conservative rule: the kernel's watermarks (/proc/zoneinfo) cannot be \
+             read, so no page cache is counted"
+        }
     }
 
     fn mem_policies(&self) -> Support {
@@ -248,6 +271,7 @@ mod tests {
             hardware_counters: counters,
             numa_balancing: Some(balancing),
             slower_tier: Vec::new(),
+            watermarks: true,
             launches,
             interleave_weights: None,
         }
@@ -257,13 +281,11 @@ mod tests {
     fn the_probe_opens_one_hardware_counter_on_itself_and_closes_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut sys = FakeSys::new();
-        let p = Probe::run(
-            &mut sys,
-            &SysfsRoot::new(dir.path()),
-            Some(1),
-            Vec::new(),
-            true,
-        );
+        let kernel = KernelFacts {
+            numa_balancing: Some(1),
+            ..KernelFacts::default()
+        };
+        let p = Probe::run(&mut sys, &SysfsRoot::new(dir.path()), kernel, true);
         assert_eq!(p.hardware_counters, Ok(()));
         let calls = &sys.calls;
         assert!(
@@ -351,6 +373,22 @@ mod tests {
         );
         assert!(balances(Some(3)) && balances(Some(1)) && !balances(Some(2)));
         assert!(tiering_only(Some(2)) && !tiering_only(Some(3)) && !tiering_only(None));
+    }
+
+    #[test]
+    fn the_room_rule_is_said_with_overflow_placement() {
+        let said = |watermarks| {
+            let p = Probe {
+                watermarks,
+                ..probe(Ok(()), 1, true)
+            };
+            match p.capabilities().support(Capability::OverflowPlacement) {
+                Support::Missing(why) => why,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(said(true).contains("high watermarks"), "{}", said(true));
+        assert!(said(false).contains("conservative"), "{}", said(false));
     }
 
     #[test]

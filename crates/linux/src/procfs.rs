@@ -1,5 +1,5 @@
-//! Reading procfs through a root prefix: processes, threads, their memory per node, and the
-//! kernel's NUMA counters.
+//! Reading procfs through a root prefix: processes, threads, their memory per node, the
+//! kernel's NUMA counters and its per-node watermarks (`zoneinfo`).
 //!
 //! Every path is relative to a root that plays the role of `/proc`, so that tests read fixture
 //! trees (`fixtures/procfs`) with the same code that reads a live machine.
@@ -17,6 +17,10 @@
 
 // Parses bytes from outside (files, the kernel): no indexing that could panic on them.
 #![deny(clippy::indexing_slicing)]
+
+mod zoneinfo;
+
+pub use zoneinfo::NodeWatermarks;
 
 use rondpoint_model::bounds::Invalid;
 use rondpoint_model::{CpuId, NodeId, Pid, PolicyMode, Tid, cpulist};

@@ -4,7 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use rondpoint_linux::procfs::{
-    NumaMapping, NumaVmstat, ProcError, ProcRoot, TaskStat, ThreadSnapshot, glob_match,
+    NodeWatermarks, NumaMapping, NumaVmstat, ProcError, ProcRoot, TaskStat, ThreadSnapshot,
+    glob_match,
 };
 use rondpoint_model::{CpuId, NodeId, Pid, PolicyMode, Tid};
 use std::fs;
@@ -499,6 +500,75 @@ fn vmstat_and_numa_balancing() {
 }
 
 #[test]
+fn zoneinfo_watermarks_per_node() {
+    let w = numa4().zoneinfo().unwrap().unwrap();
+    assert_eq!(w.len(), 4);
+    // Node 0: DMA, DMA32 and Normal populated; the empty Movable zone's watermarks (32) count
+    // in the sums, its reserve does not (no managed pages); DMA's lowmem reserve exceeds its
+    // managed pages, so all of DMA is reserve. The per-CPU pagesets' `high:` is not read.
+    assert_eq!(
+        w[&NodeId(0)],
+        NodeWatermarks {
+            low_pages: 5 + 1247 + 2193 + 32,
+            high_pages: 8 + 1982 + 3485 + 32,
+            reserve_pages: 3840 + (1982 + 5050) + 3485,
+        }
+    );
+    // Node 1: Normal only.
+    assert_eq!(
+        w[&NodeId(1)],
+        NodeWatermarks {
+            low_pages: 3503 + 32,
+            high_pages: 5567 + 32,
+            reserve_pages: 5567,
+        }
+    );
+    // An old kernel's tree without the file: none.
+    assert_eq!(
+        ProcRoot::new(fixture("old-kernel")).zoneinfo().unwrap(),
+        None
+    );
+}
+
+#[test]
+fn zoneinfo_malformed_or_before_managed_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = ProcRoot::new(dir.path());
+    // Before Linux 3.8 there is no `managed` line: the present pages cap the reserve.
+    let old = "Node 0, zone      DMA\n  pages free     3977\n        min      5\n        \
+               low      6\n        high     7\n        scanned  0\n        spanned  4080\n        \
+               present  3922\n    nr_free_pages 3977\n        protection: (0, 3254, 24203, 24203)\n";
+    fs::write(dir.path().join("zoneinfo"), old).unwrap();
+    assert_eq!(
+        p.zoneinfo().unwrap().unwrap()[&NodeId(0)],
+        NodeWatermarks {
+            low_pages: 6,
+            high_pages: 7,
+            reserve_pages: 3922,
+        }
+    );
+    for (text, what) in [
+        (
+            "Node 0, zone DMA\n        low      6\n",
+            "no low or high watermark",
+        ),
+        (
+            "Node x, zone DMA\n        low 1\n        high 2\n",
+            "not a node number",
+        ),
+        (
+            "Node 0, zone DMA\n        low 1\n        high many\n",
+            "not a number",
+        ),
+        ("nothing here\n", "no zone"),
+    ] {
+        fs::write(dir.path().join("zoneinfo"), text).unwrap();
+        let err = p.zoneinfo().unwrap_err().to_string();
+        assert!(err.contains(what), "{text:?}: {err}");
+    }
+}
+
+#[test]
 fn old_kernel_lacks_counters_and_fields() {
     let old = ProcRoot::new(fixture("old-kernel"));
     assert_eq!(
@@ -728,6 +798,10 @@ fn live_proc_self() {
         .sum();
     assert!(on_node0 > 0, "no pages on node 0 in {maps:?}");
     assert!(maps.iter().any(|m| m.anon && m.page_size_kb > 0));
+
+    // This kernel's zoneinfo parses, with watermarks for node 0.
+    let marks = p.zoneinfo().unwrap().unwrap();
+    assert!(marks[&NodeId(0)].high_pages > marks[&NodeId(0)].low_pages);
 
     assert!(p.thp_bytes(me).unwrap().is_some());
     assert!(p.vmstat_numa().unwrap().numa_hit.is_some());

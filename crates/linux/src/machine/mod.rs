@@ -14,7 +14,8 @@
 //!
 //! Its parts: `select` (the managed set), `process` (what is read of each managed process),
 //! `sampler` (the perf events and their rings), `home` (where sampled pages are), `counters`
-//! (estimated counters and node memory) and `stats` (the run's report).
+//! (estimated counters and node memory), `room` (how much a node can take) and `stats` (the
+//! run's report).
 
 mod counters;
 mod home;
@@ -22,6 +23,7 @@ mod hwcounters;
 mod locks;
 mod moves;
 mod process;
+mod room;
 mod sampler;
 mod select;
 mod stats;
@@ -32,7 +34,7 @@ pub use select::Selection;
 pub use stats::{KernelBalancing, LiveStats};
 
 use crate::actuate;
-use crate::capabilities::Probe;
+use crate::capabilities::{KernelFacts, Probe};
 use crate::procfs::{ProcError, ProcRoot};
 use crate::sys::{Errno, ExitStatus, Sys};
 use crate::sysfs::SysfsRoot;
@@ -114,8 +116,11 @@ pub struct LiveConfig {
     /// Nominal clock (GHz) used to estimate cycles from CPU time without a PMU.
     pub nominal_ghz: f64,
     /// Free memory a node keeps when rondpoint moves pages onto it by quantity
-    /// (`MoveNodePages`): a node with less free is passed over. Chosen: 64 MiB, above the
-    /// kernel's minimum watermark of a node of a few GiB, and leaving room on the testbed's
+    /// (`MoveNodePages`) and the kernel's watermarks cannot be read (/proc/zoneinfo): the
+    /// conservative rule, free memory less this, no cache counted. With the watermarks, a
+    /// node's room is the kernel's own estimate (machine/room.rs). Chosen: 64 MiB, above what
+    /// the kernel reserves by default on an 8 GiB node (high watermarks and lowmem reserves,
+    /// 22 to 56 MiB in fixtures/procfs/numa4/zoneinfo), and leaving room on the testbed's
     /// 512 MiB nodes.
     pub reserve_free_bytes: u64,
     /// Where the per-process locks live (machine/locks.rs): every rondpoint of the machine
@@ -203,14 +208,12 @@ impl<S: Sys> LinuxMachine<S> {
         let probe = match self.probe.take() {
             Some(p) => p,
             None => {
-                let slower_tier = self.slower_tier();
-                Probe::run(
-                    &mut self.sys,
-                    &self.sysfs,
-                    self.signals.numa_balancing,
-                    slower_tier,
-                    self.launches,
-                )
+                let kernel = KernelFacts {
+                    numa_balancing: self.signals.numa_balancing,
+                    slower_tier: self.slower_tier(),
+                    watermarks: self.watermarks_known(),
+                };
+                Probe::run(&mut self.sys, &self.sysfs, kernel, self.launches)
             }
         };
         self.probe.insert(probe)

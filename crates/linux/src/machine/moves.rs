@@ -1,5 +1,5 @@
 //! Moves by quantity (`Action::MoveNodePages`): what the machine knows of the process's
-//! mappings, THP-backed ranges and the nodes' free memory, handed to
+//! mappings, THP-backed ranges and the nodes' room (`room`), handed to
 //! [`crate::node_pages::move_off`], which finds the pages and moves them.
 
 use super::LinuxMachine;
@@ -8,8 +8,8 @@ use crate::sys::Sys;
 use rondpoint_model::{NodeId, Outcome, Pid};
 
 impl<S: Sys> LinuxMachine<S> {
-    /// Moves up to `pages` base pages of `pid` off `from`, round-robin over `to`, keeping
-    /// `reserve_free_bytes` free on every target.
+    /// Moves up to `pages` base pages of `pid` off `from`, round-robin over `to`, within each
+    /// target's room.
     pub(super) fn move_node_pages(
         &mut self,
         index: usize,
@@ -29,14 +29,7 @@ impl<S: Sys> LinuxMachine<S> {
         else {
             return Outcome::skipped(index, pages, format!("{pid} has exited"));
         };
-        let room = self
-            .node_memory()
-            .iter()
-            .map(|m| {
-                let room = m.free_bytes.saturating_sub(self.config.reserve_free_bytes);
-                (m.node, room)
-            })
-            .collect();
+        let room = self.room();
         let thp = self.thp.get(&pid).cloned().unwrap_or_default();
         node_pages::move_off(
             &mut self.sys,

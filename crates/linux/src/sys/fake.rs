@@ -293,4 +293,8 @@ impl Sys for FakeSys {
     fn own_peak_rss_bytes(&mut self) -> u64 {
         0
     }
+
+    fn page_bytes(&self) -> u64 {
+        4096
+    }
 }

@@ -254,6 +254,10 @@ pub trait Sys {
 
     /// Peak resident memory of this process (rondpoint), in bytes.
     fn own_peak_rss_bytes(&mut self) -> u64;
+
+    /// The kernel's base page size in bytes (`sysconf(_SC_PAGESIZE)`), the unit of
+    /// /proc/zoneinfo.
+    fn page_bytes(&self) -> u64;
 }
 
 #[cfg(test)]

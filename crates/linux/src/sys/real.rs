@@ -401,6 +401,10 @@ impl Sys for RealSys {
         (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
     }
 
+    fn page_bytes(&self) -> u64 {
+        page_size() as u64
+    }
+
     fn own_peak_rss_bytes(&mut self) -> u64 {
         // SAFETY: rusage is plain data; all zeroes is valid, and getrusage writes it.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

@@ -74,3 +74,26 @@ fn memory_is_read_again_when_its_size_moves_when_rondpoint_moves_it_or_when_it_i
     }
     assert_eq!(resident(&mut m), on(3));
 }
+
+#[test]
+fn room_on_a_node_is_the_kernels_estimate_or_the_conservative_rule_without_zoneinfo() {
+    // Node 0 of the fixtures (meminfo of r905-asymmetric, zoneinfo of numa4, in kB): free
+    // 6412380, less the reserve 57428 (14357 pages), plus the file cache 748484 less the low
+    // watermarks 13908 (3477 pages), plus KReclaimable 41152 less 13908.
+    let (_dir, root, m) = on_proc_copy(FakeSys::new(), vec![MEMHOG]);
+    assert!(m.watermarks_known());
+    let room = m.room();
+    assert_eq!(room[&NodeId(0)], 7_116_772 << 10);
+    // Node 1: free 7350236, reserve 22268 (5567 pages), file cache 395696 less the low
+    // watermarks 14140 (3535 pages), KReclaimable 21752 less its half, 10876 (less than the
+    // low watermarks).
+    assert_eq!(
+        room[&NodeId(1)],
+        (7_350_236 - 22_268 + 395_696 - 14_140 + 21_752 - 10_876) << 10
+    );
+    // Without zoneinfo: free memory less the fixed reserve, and the probe says so.
+    std::fs::remove_file(root.join("zoneinfo")).unwrap();
+    assert!(!m.watermarks_known());
+    let reserve = LiveConfig::default().reserve_free_bytes;
+    assert_eq!(m.room()[&NodeId(0)], (6_412_380 << 10) - reserve);
+}
