@@ -441,9 +441,9 @@ impl std::fmt::Debug for Replayer<'_> {
 }
 
 impl<'a> Replayer<'a> {
-    /// Checks `policy` against the recorded machine (its `capabilities`; every capability for
-    /// a recording that does not list them, a simulator's) and takes its start decisions on
-    /// the recorded topology and processes.
+    /// Checks `policy` against the recorded machine (its `capabilities`; a simulator's for a
+    /// recording that does not list them) and takes its start decisions on the recorded
+    /// topology and processes.
     ///
     /// The policy is then told the recorded start outcomes when it decided as the recorded
     /// run did before its first epoch (`recorded`), and that nothing was carried out
@@ -455,8 +455,8 @@ impl<'a> Replayer<'a> {
         let (topology, processes) = (&header.topology, &header.processes);
         // A policy the recorded machine could not have run is refused, as `run` would refuse
         // it there.
-        let all = Capabilities::all();
-        let capabilities = header.capabilities.as_ref().unwrap_or(&all);
+        let simulated = Capabilities::simulated();
+        let capabilities = header.capabilities.as_ref().unwrap_or(&simulated);
         crate::check_policy(capabilities, topology, processes, policy)?;
         let start = policy.start(topology, processes);
         let (recorded, outcomes) = header

@@ -124,6 +124,7 @@ impl Probe {
                 ),
             )
             .set(Capability::FaultSamples, self.fault_samples())
+            .set(Capability::KernelBalancing, self.kernel_balancing())
             .set(
                 Capability::Truth,
                 Support::Missing("only the simulator knows true access rates".into()),
@@ -194,6 +195,27 @@ impl Probe {
              none on the other nodes' pages (3 adds them)",
             nodes.join(", ")
         ))
+    }
+
+    /// Whether the kernel balances memory by itself, as kernel.numa_balancing says.
+    fn kernel_balancing(&self) -> Support {
+        let mode = self.numa_balancing;
+        let shown = mode.map_or("absent".to_string(), |m| m.to_string());
+        if balances(mode) {
+            Support::Full
+        } else if tiering_only(mode) {
+            Support::Substituted(
+                "kernel.numa_balancing=2 (memory tiering alone): the kernel only promotes hot \
+                 pages of slower-tier memory to the faster tier; it does not balance between \
+                 the other nodes (1 or 3 does)"
+                    .into(),
+            )
+        } else {
+            Support::Missing(format!(
+                "kernel.numa_balancing is {shown}: the kernel does not balance memory \
+                 (sysctl kernel.numa_balancing=1)"
+            ))
+        }
     }
 
     /// How a node's room for moved pages is judged (machine/room.rs).
@@ -372,6 +394,16 @@ mod tests {
                 .is_available()
         );
         assert!(balances(Some(3)) && balances(Some(1)) && !balances(Some(2)));
+        // The kernel balances by itself with 1 or 3; with 2 only between tiers.
+        let balancing = |mode| {
+            probe(Ok(()), mode, true)
+                .capabilities()
+                .support(Capability::KernelBalancing)
+        };
+        assert_eq!(balancing(1), Support::Full);
+        assert_eq!(balancing(3), Support::Full);
+        assert!(matches!(balancing(2), Support::Substituted(_)));
+        assert!(!balancing(0).is_available());
         assert!(tiering_only(Some(2)) && !tiering_only(Some(3)) && !tiering_only(None));
     }
 

@@ -51,11 +51,16 @@ pub enum Capability {
     /// is full ([`crate::MemPolicy::Overflow`]): an in-kernel allocation policy [Choe21 §3],
     /// which Linux does not have.
     OverflowPlacement,
+    /// The machine's kernel balances memory by itself: Linux's automatic NUMA balancing
+    /// migrates pages on hinting faults and moves tasks toward their memory. A policy that would
+    /// run Linux's rules beside its own leaves them to the kernel rather than doing them twice
+    /// (a simulated machine has no such kernel: policies run the rules themselves).
+    KernelBalancing,
 }
 
 impl Capability {
     /// Every capability, in the order reports list them.
-    pub const ALL: [Capability; 15] = [
+    pub const ALL: [Capability; 16] = [
         Capability::ThreadCounters,
         Capability::ThreadDram,
         Capability::NodeTraffic,
@@ -71,6 +76,7 @@ impl Capability {
         Capability::MemPolicies,
         Capability::WeightedInterleave,
         Capability::OverflowPlacement,
+        Capability::KernelBalancing,
     ];
 
     /// The name used in messages and JSON ("thread-counters").
@@ -91,6 +97,7 @@ impl Capability {
             Capability::MemPolicies => "mem-policies",
             Capability::WeightedInterleave => "weighted-interleave",
             Capability::OverflowPlacement => "overflow-placement",
+            Capability::KernelBalancing => "kernel-balancing",
         }
     }
 
@@ -114,6 +121,7 @@ impl Capability {
             Capability::OverflowPlacement => {
                 "allocation-time spreading of overflow memory (an in-kernel policy)"
             }
+            Capability::KernelBalancing => "the kernel's own automatic NUMA balancing",
         }
     }
 }
@@ -165,6 +173,20 @@ impl Capabilities {
             c.set(cap, Support::Full);
         }
         c
+    }
+
+    /// A simulated machine's: every capability in full but [`Capability::KernelBalancing`],
+    /// since the simulated kernel balances nothing by itself (a policy that wants Linux's
+    /// automatic NUMA balancing runs its rules).
+    pub fn simulated() -> Self {
+        Self::all().with(
+            Capability::KernelBalancing,
+            Support::Missing(
+                "the simulated kernel does not balance memory by itself: policies run Linux's \
+                 rules (the autonuma policy's) instead"
+                    .into(),
+            ),
+        )
     }
 
     /// Sets how one capability is provided.
@@ -395,5 +417,10 @@ mod tests {
         );
         assert_eq!(serde_json::from_str::<Capabilities>(&json).unwrap(), c);
         assert_eq!(Capability::ALL.len(), Capabilities::all().iter().count());
+        // A simulated machine has everything but a kernel that balances by itself.
+        let sim = Capabilities::simulated();
+        for (cap, support) in sim.iter() {
+            assert_eq!(support.is_available(), cap != Capability::KernelBalancing);
+        }
     }
 }

@@ -21,8 +21,9 @@
 //!
 //! Halving the gap makes successive periods converge instead of swinging the traffic back
 //! and forth. The moves cost what migrations cost (copies, and per-page work the simulator
-//! charges to the process); AutoNUMA's hinting scans, which the policy runs beside (Linux's
-//! balancing, as in the paper's runs), cost what they cost.
+//! charges to the process); AutoNUMA's hinting scans, which run beside (Linux's balancing, as
+//! in the paper's runs: the kernel's own on a live machine, the policy's copy of its rules in
+//! the simulator), cost what they cost.
 
 use rondpoint_model::{Action, NodeId, NodeList, Observation, Pid, ProcessInfo, Topology};
 use rondpoint_policy_api::bounds::{Bounds, FRACTION, MOVE_MIB, PERCENT, ParamBounds};

@@ -9,6 +9,12 @@
 //!   the busiest node to the least busy one ([`dm`](mod@dm)); allocation stays first-touch.
 //! - `ua-dm`: usage-aware at allocation, `dm` to rebalance traffic after.
 //!
+//! AutoNUMA (dm's, and hybrid's or usage-aware's with `autonuma = true`) has one owner. On a
+//! machine whose kernel balances by itself ([`Capability::KernelBalancing`]: live Linux with
+//! kernel.numa_balancing 1 or 3) it is the kernel's: the policy still asks for hinting-fault
+//! samples but makes no AutoNUMA moves of its own, which would act on the same faults a second
+//! time. Elsewhere (the simulator) the policy runs Linux's rules ([`AutoNuma`]).
+//!
 //! Both placements use the nearest tier of remote nodes with room first ([Choe21 §7];
 //! [`tiers`]). Where the machine can place overflow at allocation
 //! ([`Capability::OverflowPlacement`]: the simulator, as an in-kernel policy would), the
@@ -79,8 +85,9 @@ pub struct HybridConfig {
     /// `distance` (tiers by distance, memory-only nodes last) or `flat` (one tier). Default
     /// `distance` [Choe21 §7].
     pub tiers: Grouping,
-    /// Also run Linux's automatic NUMA balancing at its defaults ([`AutoNuma`]), as the
-    /// kernel of [Choe21 §5] did in every run. Default false: chosen, the policy alone.
+    /// Also run Linux's automatic NUMA balancing at its defaults ([`AutoNuma`]; the kernel's
+    /// own where it balances by itself), as the kernel of [Choe21 §5] did in every run.
+    /// Default false: chosen, the policy alone.
     pub autonuma: bool,
     /// Reactive mode: most memory moved per epoch, over all processes (MiB). Default 512:
     /// chosen; 4.5 GiB of overflow placed within 10 s, under 3% of a DDR4 channel's bandwidth
@@ -236,6 +243,10 @@ pub struct RemotePlacement {
     placement: Option<Placement>,
     rebalancer: Option<Rebalancer>,
     autonuma: Option<AutoNuma>,
+    /// Whether the machine's kernel balances by itself ([`Capability::KernelBalancing`], set
+    /// by `configure`): AutoNUMA is then the kernel's alone, and `autonuma` only asks for its
+    /// hinting-fault samples (from which a live machine estimates the traffic dm reads).
+    kernel_balances: bool,
 }
 
 /// `hybrid`.
@@ -250,6 +261,7 @@ pub fn hybrid(c: HybridConfig) -> RemotePlacement {
         )),
         rebalancer: None,
         autonuma: c.autonuma.then(linux_autonuma),
+        kernel_balances: false,
     }
 }
 
@@ -265,6 +277,7 @@ pub(crate) fn usage_aware(c: UsageAwareConfig) -> RemotePlacement {
         )),
         rebalancer: None,
         autonuma: c.autonuma.then(linux_autonuma),
+        kernel_balances: false,
     }
 }
 
@@ -275,6 +288,7 @@ pub fn dm(c: DmConfig) -> RemotePlacement {
         placement: None,
         rebalancer: Some(Rebalancer::new(c)),
         autonuma: Some(linux_autonuma()),
+        kernel_balances: false,
     }
 }
 
@@ -290,10 +304,10 @@ pub(crate) fn ua_dm(c: UaDmConfig) -> RemotePlacement {
         )),
         rebalancer: Some(Rebalancer::new(c.dm)),
         autonuma: Some(linux_autonuma()),
+        kernel_balances: false,
     }
 }
 
-/// Linux's automatic NUMA balancing at its defaults.
 /// Whether the user bound a process's memory (an explicit bind policy on any of its
 /// mappings): remote placement never overrides it.
 pub(crate) fn user_placed(p: &ProcessInfo) -> bool {
@@ -302,6 +316,7 @@ pub(crate) fn user_placed(p: &ProcessInfo) -> bool {
         .any(|m| m.mode == PolicyMode::Bind)
 }
 
+/// Linux's automatic NUMA balancing at its defaults.
 fn linux_autonuma() -> AutoNuma {
     AutoNuma::linux_defaults()
 }
@@ -332,12 +347,22 @@ impl Policy for RemotePlacement {
             ));
         }
         if let Some(a) = &self.autonuma {
-            needs.extend(a.needs());
+            needs.push(Need::any(
+                &[Capability::KernelBalancing, Capability::FaultSamples],
+                "to run Linux's automatic NUMA balancing beside, as the kernel of [Choe21 §5] \
+                 did: the machine's own, or its rules on hinting-fault samples",
+            ));
+            let own = |n: &Need| n.any_of != [Capability::FaultSamples];
+            needs.extend(a.needs().into_iter().filter(own));
         }
         needs
     }
 
     fn configure(&mut self, capabilities: &Capabilities) {
+        self.kernel_balances = self.autonuma.is_some()
+            && capabilities
+                .support(Capability::KernelBalancing)
+                .is_available();
         if let Some(p) = &mut self.placement {
             p.at_allocation = match p.mode {
                 Mode::Allocation => true,
@@ -367,9 +392,11 @@ impl Policy for RemotePlacement {
     }
 
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
+        // AutoNUMA's page moves and task pins, unless the kernel makes them itself: both would
+        // act on the same hinting faults, the kernel's at the fault and these an epoch later.
         let mut actions = match &mut self.autonuma {
-            Some(a) => a.decide(topology, observation),
-            None => Vec::new(),
+            Some(a) if !self.kernel_balances => a.decide(topology, observation),
+            _ => Vec::new(),
         };
         if let Some(p) = self.placement.as_mut().filter(|p| !p.at_allocation) {
             let (spread, limits) = (p.spread, p.limits);
@@ -400,6 +427,18 @@ impl Policy for RemotePlacement {
         self.autonuma
             .as_ref()
             .map_or(SamplingRequest::NONE, AutoNuma::sampling)
+    }
+
+    fn notes(&self) -> Vec<String> {
+        if self.kernel_balances {
+            vec![
+                "AutoNUMA was the machine's kernel's own (kernel-balancing): its page moves and \
+                 task moves were left to it, not made a second time by the policy"
+                    .into(),
+            ]
+        } else {
+            Vec::new()
+        }
     }
 }
 

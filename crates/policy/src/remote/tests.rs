@@ -151,13 +151,87 @@ fn dm_needs_controller_traffic_and_runs_autonuma() {
     assert!(
         needs
             .iter()
-            .any(|n| n.any_of == vec![Capability::FaultSamples])
+            .any(|n| n.any_of == vec![Capability::KernelBalancing, Capability::FaultSamples])
     );
     assert!(p.sampling().hinting.is_some());
+    // A live machine whose kernel does not balance, and so makes no hinting faults: refused,
+    // naming both ways AutoNUMA could have run.
+    let off = live()
+        .with(
+            Capability::KernelBalancing,
+            Support::Missing("kernel.numa_balancing is 0".into()),
+        )
+        .with(
+            Capability::FaultSamples,
+            Support::Missing("no hinting faults".into()),
+        );
+    let err = off.check("dm", &needs).unwrap_err().to_string();
+    assert!(
+        err.contains("kernel-balancing") && err.contains("fault-samples"),
+        "{err}"
+    );
     let mut u = ua_dm(UaDmConfig::default());
     u.configure(&Capabilities::all());
     assert!(u.places_at_allocation());
     assert_eq!(u.name(), "ua-dm");
+}
+
+/// Two hinting faults from node 1 on a page of process 1 on node 0: AutoNUMA's rule moves it.
+fn two_remote_hinting_faults() -> Observation {
+    let fault = |offset: u64| rondpoint_model::Sample {
+        pid: Pid(1),
+        tid: Tid(1),
+        cpu: CpuId(1),
+        node: NodeId(1),
+        addr: 0x7f00_0000_0000 + offset,
+        page_size: rondpoint_model::PageSize::Base4K,
+        kind: rondpoint_model::AccessKind::Read,
+        source: rondpoint_model::SampleSource::HintingFault,
+        latency_cycles: None,
+        dram: None,
+        home_node: Some(NodeId(0)),
+    };
+    let mut o = full_nodes(vec![process(1, 1, vec![GIB, 0, 0, 0])]);
+    for m in &mut o.memory {
+        m.free_bytes = 8 * GIB;
+    }
+    o.samples = vec![fault(0), fault(8)];
+    o
+}
+
+/// The page moves (`MigratePages`: AutoNUMA's) among `actions`.
+fn page_moves(actions: &[Action]) -> usize {
+    actions
+        .iter()
+        .filter(|a| matches!(a, Action::MigratePages { .. }))
+        .count()
+}
+
+#[test]
+fn autonuma_is_the_kernels_alone_where_the_kernel_balances() {
+    let t = topo();
+    let migrations = |caps: &Capabilities| {
+        let mut p = dm(DmConfig::default());
+        p.configure(caps);
+        let moved = page_moves(&p.decide(&t, &two_remote_hinting_faults()));
+        (moved, p.notes(), p.sampling().hinting.is_some())
+    };
+    // The simulator: the policy runs Linux's rules and moves the page to the faulting node.
+    let (moved, notes, samples) = migrations(&Capabilities::simulated());
+    assert_eq!((moved, samples), (1, true));
+    assert!(notes.is_empty(), "{notes:?}");
+    // A live kernel that balances: it moved the page at the fault; the policy does not move
+    // it again, still asks for the samples (dm's traffic estimate), and says so.
+    let (moved, notes, samples) = migrations(&live());
+    assert_eq!((moved, samples), (0, true));
+    assert!(notes[0].contains("kernel-balancing"), "{notes:?}");
+    // hybrid with `autonuma = true` likewise.
+    let mut h = hybrid(HybridConfig {
+        autonuma: true,
+        ..HybridConfig::default()
+    });
+    h.configure(&live());
+    assert_eq!(page_moves(&h.decide(&t, &two_remote_hinting_faults())), 0);
 }
 
 #[test]

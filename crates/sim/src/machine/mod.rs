@@ -348,9 +348,9 @@ impl Machine for SimMachine {
     }
 
     /// The simulator counts, samples and does everything a policy may ask for, ground truth
-    /// included.
+    /// included; its kernel balances nothing by itself.
     fn capabilities(&mut self) -> Capabilities {
-        Capabilities::all()
+        Capabilities::simulated()
     }
 
     fn processes(&self) -> Vec<ProcessInfo> {
