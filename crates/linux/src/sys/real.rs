@@ -577,9 +577,15 @@ mod tests {
             Err(e) => panic!("{e}"),
         };
         let before = sys.perf_read(fd).unwrap();
-        let v: Vec<u8> = vec![1; 64 * 4096]; // touch 64 fresh pages
-        assert_eq!(v.iter().map(|&b| u64::from(b)).sum::<u64>(), 64 * 4096);
+        // Touch 64 fresh pages: an allocation over glibc's largest mmap threshold (32 MiB on
+        // 64-bit) is a fresh mapping, where a smaller one may reuse heap pages that other
+        // tests of this process already faulted in.
+        let mut v: Vec<u8> = Vec::with_capacity(40 << 20);
+        for page in v.spare_capacity_mut().chunks_mut(4096).take(64) {
+            page[0].write(1);
+        }
         let after = sys.perf_read(fd).unwrap();
+        drop(v);
         sys.perf_close(fd);
         assert!(after.value >= before.value + 32, "{before:?} {after:?}");
         assert!(
