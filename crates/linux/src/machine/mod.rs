@@ -187,6 +187,8 @@ pub struct LinuxMachine<S: Sys> {
     drained: Vec<Sample>,
     /// Pages whose node was queried during the current epoch (at most `max_queried_pages`).
     queried: usize,
+    /// Where the page search of moves by quantity stopped in each mapping, to continue there.
+    search_cursors: crate::node_pages::SearchCursors,
     /// /proc/vmstat's (numa_hint_faults, numa_pages_migrated) when rondpoint started.
     balancing_at_start: Option<(u64, u64)>,
     cpu_ticks: HashMap<(Pid, Tid), u64>,
@@ -265,6 +267,7 @@ impl<S: Sys> LinuxMachine<S> {
             last_seen_node: FxHashMap::default(),
             drained: Vec::new(),
             queried: 0,
+            search_cursors: Default::default(),
             cpu_ticks: HashMap::new(),
             epoch: 0,
             epoch_start: Instant::now(),

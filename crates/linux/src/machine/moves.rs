@@ -31,6 +31,8 @@ impl<S: Sys> LinuxMachine<S> {
         };
         let room = self.room();
         let thp = self.thp.get(&pid).cloned().unwrap_or_default();
+        let managed = &self.managed;
+        self.search_cursors.retain(|p| managed.contains(&p));
         node_pages::move_off(
             &mut self.sys,
             index,
@@ -43,6 +45,7 @@ impl<S: Sys> LinuxMachine<S> {
                 thp: &thp,
                 room,
             },
+            &mut self.search_cursors,
         )
     }
 }
