@@ -172,6 +172,47 @@ fn xeon_2s_cxl() {
     assert_eq!(cxl.initiators, [NodeId(0)]);
     assert!(cxl.read_latency_ns > dram.read_latency_ns);
     assert!(cxl.read_bandwidth_mib_s < dram.read_bandwidth_mib_s);
+    // No kernel memory tiers: the CPU-less node is slower memory by the fallback rule.
+    assert!(t.nodes().iter().all(|n| n.memory_tier.is_none()));
+    assert_eq!(t.slower_tier(), [NodeId(2)]);
+}
+
+#[test]
+fn xeon_2s_cxl_tiers() {
+    // The kernel's default tiers: DRAM in 4, CXL (dax/kmem) in 22.
+    let t = load("xeon-2s-cxl-tiers");
+    let tiers: Vec<Option<u32>> = t.nodes().iter().map(|n| n.memory_tier).collect();
+    assert_eq!(tiers, [Some(4), Some(4), Some(22)]);
+    assert_eq!(t.slower_tier(), [NodeId(2)]);
+    assert_eq!(
+        t.nodes(),
+        load("xeon-2s-cxl")
+            .nodes()
+            .iter()
+            .zip(tiers)
+            .map(|(n, memory_tier)| rondpoint_model::Node {
+                memory_tier,
+                ..n.clone()
+            })
+            .collect::<Vec<_>>(),
+        "otherwise the same machine"
+    );
+    // The same node in DRAM's tier, as HBM in flat mode would be: not slower memory.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sys");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", "--"])
+        .arg(fixture("xeon-2s-cxl-tiers"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let tiering = root.join("devices/virtual/memory_tiering");
+    std::fs::remove_dir_all(tiering.join("memory_tier22")).unwrap();
+    std::fs::write(tiering.join("memory_tier4/nodelist"), "0-2\n").unwrap();
+    let flat = discover(&root).unwrap().topology;
+    assert_eq!(flat.nodes()[2].memory_tier, Some(4));
+    assert!(flat.slower_tier().is_empty());
 }
 
 #[test]

@@ -230,6 +230,21 @@ fn hmat_not_a_number() {
 }
 
 #[test]
+fn memory_tier_malformed() {
+    let (_d, root) = tree("xeon-2s-cxl-tiers");
+    let tier4 = "devices/virtual/memory_tiering/memory_tier4/nodelist";
+    write(&root, tier4, "0-x\n");
+    fails(&root, tier4, "not a CPU list");
+    // A node in two tiers.
+    write(&root, tier4, "0-2\n");
+    fails(
+        &root,
+        "devices/virtual/memory_tiering/memory_tier4/nodelist",
+        "also in memory tier 22",
+    );
+}
+
+#[test]
 fn cache_level_malformed() {
     let (_d, root) = tree("r905-asymmetric");
     write(

@@ -112,6 +112,7 @@ impl TopologyBuilder {
                     mem_total_bytes: total,
                     mem_free_bytes: (total as f64 * self.free_fraction) as u64,
                     hmat: Hmat::default(),
+                    memory_tier: None,
                 }
             })
             .collect();

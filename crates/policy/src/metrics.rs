@@ -367,6 +367,7 @@ mod tests {
             mem_total_bytes: 1 << 30,
             mem_free_bytes: 1 << 29,
             hmat: Default::default(),
+            memory_tier: None,
         };
         let t = Topology::new(
             vec![node(0), node(2)],

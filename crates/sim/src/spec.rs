@@ -220,6 +220,7 @@ fn topology(p: &MachinePreset, per: &PerNode) -> Result<(Topology, Vec<Core>), S
             mem_total_bytes: per.mem[i],
             mem_free_bytes: per.mem[i],
             hmat: Hmat::default(),
+            memory_tier: None,
         });
     }
     let topo_err = |source| SpecError::Topology {

@@ -221,15 +221,10 @@ impl<S: Sys> LinuxMachine<S> {
         self.probe.insert(probe)
     }
 
-    /// The nodes whose memory is a slower tier than the nodes with CPUs: those with memory and
-    /// no CPUs (CXL, persistent memory).
+    /// The nodes whose memory is a slower tier than the nodes with CPUs: by the kernel's
+    /// memory tiers where the topology has them, else those with memory and no CPUs.
     fn slower_tier(&self) -> Vec<NodeId> {
-        self.topology
-            .nodes()
-            .iter()
-            .filter(|n| !n.has_cpu() && n.mem_total_bytes > 0)
-            .map(|n| n.id)
-            .collect()
+        self.topology.slower_tier()
     }
 
     fn new(sys: S, topology: Topology, config: LiveConfig, launches: bool) -> Self {

@@ -1,7 +1,9 @@
-//! Topology discovery: nodes, CPUs, memory, SLIT distances, HMAT attributes and LLC domains.
+//! Topology discovery: nodes, CPUs, memory, SLIT distances, HMAT attributes, the kernel's
+//! memory tiers and LLC domains.
 //!
-//! Files read, relative to the sysfs root (Documentation/ABI/stable/sysfs-devices-node and
-//! Documentation/admin-guide/mm/numaperf.rst):
+//! Files read, relative to the sysfs root (Documentation/ABI/stable/sysfs-devices-node,
+//! Documentation/admin-guide/mm/numaperf.rst and
+//! Documentation/ABI/testing/sysfs-kernel-mm-memory-tiers):
 //!
 //! | file | required | what |
 //! |---|---|---|
@@ -10,6 +12,7 @@
 //! | `devices/system/node/nodeN/distance` | yes | SLIT row, one entry per online node in number order |
 //! | `devices/system/node/nodeN/meminfo` | yes | `Node N MemTotal: ... kB`, `MemFree` |
 //! | `devices/system/node/nodeN/access{0,1}/initiators/{read,write}_{latency,bandwidth}` | no | HMAT (ns, MiB/s) |
+//! | `devices/virtual/memory_tiering/memory_tierN/nodelist` | no | the nodes of memory tier N (Linux 6.1+; smaller N is faster) |
 //! | `devices/system/cpu/cpuK/cache/indexI/{level,type,shared_cpu_list,size}` | no | the LLC is the highest-level data or unified cache |
 
 use super::{NODE_DIR, SysfsError, SysfsRoot};
@@ -42,6 +45,7 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
         return Err(fs.malformed(&online_rel, "no node is online"));
     }
     let mut notes = Vec::new();
+    let tiers = read_memory_tiers(&fs)?;
     let mut nodes = Vec::with_capacity(online.len());
     let mut distances = Vec::with_capacity(online.len());
     for &n in &online {
@@ -70,6 +74,7 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
             mem_total_bytes: meminfo.total_bytes,
             mem_free_bytes: meminfo.free_bytes,
             hmat,
+            memory_tier: tiers.get(&id).copied(),
         });
     }
     let all_cpus: Vec<u32> = nodes
@@ -97,6 +102,32 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
 fn parse_list(fs: &SysfsRoot, rel: &str) -> Result<Vec<u32>, SysfsError> {
     let text = fs.read(rel)?;
     cpulist::parse(&text).map_err(|e| fs.malformed(rel, format!("not a CPU list: {e}")))
+}
+
+/// The kernel's memory tiers, `devices/virtual/memory_tiering/memory_tierN/nodelist`: the
+/// tier of each node listed (none when the kernel has no memory tiers). Other entries of the
+/// directory (`power`, `uevent`) are passed over.
+fn read_memory_tiers(fs: &SysfsRoot) -> Result<BTreeMap<NodeId, u32>, SysfsError> {
+    const DIR: &str = "devices/virtual/memory_tiering";
+    let mut tiers = BTreeMap::new();
+    for name in fs.list_optional(DIR)? {
+        let Some(tier) = name.strip_prefix("memory_tier") else {
+            continue;
+        };
+        let rel = format!("{DIR}/{name}/nodelist");
+        let tier: u32 = tier
+            .parse()
+            .map_err(|_| fs.malformed(&rel, format!("'{name}' is not a numbered tier")))?;
+        for node in parse_list(fs, &rel)? {
+            let id = u16::try_from(node)
+                .map(NodeId)
+                .map_err(|_| fs.malformed(&rel, format!("node number {node} is too large")))?;
+            if let Some(other) = tiers.insert(id, tier) {
+                return Err(fs.malformed(&rel, format!("{id} is also in memory tier {other}")));
+            }
+        }
+    }
+    Ok(tiers)
 }
 
 fn read_distance(fs: &SysfsRoot, rel: &str, nodes: usize) -> Result<Vec<u32>, SysfsError> {

@@ -1,5 +1,6 @@
 //! Facts derived from the distances and routes: fast, slow and memory-only nodes, hop counts,
-//! and the distance ("hop") classes (see the module documentation of [`super`]).
+//! the distance ("hop") classes, and slower-tier memory (see the module documentation of
+//! [`super`]).
 
 use super::{Node, NodeClass, Route, Topology};
 use crate::ids::NodeId;
@@ -11,6 +12,35 @@ impl Topology {
     pub fn worst_cpu_distance(&self, node: NodeId) -> Option<u32> {
         let i = self.index_of(node)?;
         worst_cpu_distance(&self.nodes, &self.distances, i)
+    }
+
+    /// Whether `node`'s memory is a slower tier than that of the nodes with CPUs (see the
+    /// module documentation of [`super`]): by the kernel's memory tiers when a node with CPUs
+    /// has one, a tier numbered above every tier holding a node with CPUs; otherwise, and for
+    /// a node the tiers do not list, a node with memory and no CPUs.
+    pub fn is_slower_tier(&self, node: NodeId) -> bool {
+        let Some(n) = self.node(node) else {
+            return false;
+        };
+        let top = self
+            .nodes
+            .iter()
+            .filter(|n| n.has_cpu())
+            .filter_map(|n| n.memory_tier)
+            .max();
+        match (n.memory_tier, top) {
+            (Some(tier), Some(top)) => tier > top,
+            _ => !n.has_cpu() && n.mem_total_bytes > 0,
+        }
+    }
+
+    /// The nodes whose memory is a slower tier ([`Topology::is_slower_tier`]), by number.
+    pub fn slower_tier(&self) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .map(|n| n.id)
+            .filter(|&id| self.is_slower_tier(id))
+            .collect()
     }
 
     /// The distinct distances on the machine, sorted: index 0 is the local distance class,

@@ -23,6 +23,13 @@
 //!   distance to the other CPU nodes equals the smallest such worst case on the machine, and
 //!   `slow` otherwise; CPU-less nodes are `memory-only` and take no part (they are probed by
 //!   no one). On a symmetric machine every CPU node is fast.
+//! * **Slower-tier memory** ([`Topology::is_slower_tier`]): memory slower than the nodes with
+//!   CPUs have (CXL, persistent memory), which remote placement uses last. By the kernel's
+//!   memory tiers when known ([`Node::memory_tier`]), as the kernel itself tells top-tier nodes
+//!   from the others (`node_is_toptier` in mm/memory-tiers.c): every tier up to the slowest one
+//!   holding a node with CPUs is top tier, so a CPU-less node in DRAM's tier (HBM in flat mode,
+//!   memory the firmware does not mark as special) is not slower memory. Without them, every
+//!   node with memory and no CPUs is.
 
 mod derive;
 mod interconnect;
@@ -144,6 +151,14 @@ pub struct Node {
     pub mem_free_bytes: u64,
     #[serde(default, skip_serializing_if = "Hmat::is_empty")]
     pub hmat: Hmat,
+    /// The kernel's memory tier holding this node's memory
+    /// (`/sys/devices/virtual/memory_tiering/memory_tierN/nodelist`, Linux 6.1+;
+    /// Documentation/ABI/testing/sysfs-kernel-mm-memory-tiers): a smaller number is a faster
+    /// tier; DRAM is in tier 4 by default, memory a driver says is slower (dax/kmem:
+    /// persistent memory, CXL) in a higher-numbered one. `None` when the kernel has no memory
+    /// tiers, or for a node without memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_tier: Option<u32>,
 }
 
 impl Node {

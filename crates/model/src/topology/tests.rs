@@ -133,6 +133,51 @@ fn cxl_node_is_memory_only_and_hangs_off_its_socket() {
 }
 
 #[test]
+fn slower_tier_memory_follows_the_kernels_tiers_or_else_the_cpu_less_nodes() {
+    // Sockets 0 and 1, CPU-less node 2, and node 3 with CPUs but no memory.
+    let base = TopologyBuilder::new(4).memory_only(&[2]).build().unwrap();
+    let mut nodes = base.nodes().to_vec();
+    nodes[3].mem_total_bytes = 0;
+    nodes[3].mem_free_bytes = 0;
+    let with = |tiers: [Option<u32>; 4]| {
+        let mut nodes = nodes.clone();
+        for (n, t) in nodes.iter_mut().zip(tiers) {
+            n.memory_tier = t;
+        }
+        Topology::new(nodes, base.distances().to_vec(), vec![]).unwrap()
+    };
+    // No kernel tiers: the CPU-less node with memory.
+    assert_eq!(with([None; 4]).slower_tier(), nid(&[2]));
+    // The kernel's defaults, DRAM in tier 4 and CXL (dax/kmem) in 22.
+    let cxl = with([Some(4), Some(4), Some(22), None]);
+    assert_eq!(cxl.slower_tier(), nid(&[2]));
+    assert!(!cxl.is_slower_tier(NodeId(9)), "not a node");
+    // HBM in flat mode, in DRAM's tier, or in a faster one: not slower memory.
+    assert!(
+        with([Some(4), Some(4), Some(4), None])
+            .slower_tier()
+            .is_empty()
+    );
+    assert!(
+        with([Some(4), Some(4), Some(3), None])
+            .slower_tier()
+            .is_empty()
+    );
+    // A tier between two tiers that hold CPU nodes is still top tier, as in the kernel.
+    assert!(
+        with([Some(4), Some(6), Some(5), None])
+            .slower_tier()
+            .is_empty()
+    );
+    // A socket in a slower tier than another socket is not slower memory.
+    assert!(
+        with([Some(4), Some(22), Some(22), None])
+            .slower_tier()
+            .is_empty()
+    );
+}
+
+#[test]
 fn rejects_bad_distances() {
     let b = |d: Vec<Vec<u32>>| TopologyBuilder::new(2).distances(d).build();
     assert!(matches!(
@@ -161,6 +206,7 @@ fn nodes_are_sorted_with_their_distance_rows() {
         mem_total_bytes: 1,
         mem_free_bytes: 1,
         hmat: Hmat::default(),
+        memory_tier: None,
     };
     let t = Topology::new(
         vec![mk(2, 2), mk(0, 0)],

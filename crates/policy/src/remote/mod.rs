@@ -82,7 +82,7 @@ impl Usage {
 pub struct HybridConfig {
     /// `auto`, `allocation` or `reactive` (see [`Mode`]). Default `auto`.
     pub mode: Mode,
-    /// `distance` (tiers by distance, memory-only nodes last) or `flat` (one tier). Default
+    /// `distance` (tiers by distance, slower-tier nodes last) or `flat` (one tier). Default
     /// `distance` [Choe21 §7].
     pub tiers: Grouping,
     /// Also run Linux's automatic NUMA balancing at its defaults ([`AutoNuma`]; the kernel's

@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Grouping {
-    /// Remote nodes with CPUs by their distance from the local node, nearest first
-    /// [Choe21 §7]; then memory-only (CPU-less, CXL) nodes, by distance, as tiers of their own
-    /// after every CPU node (rondpoint's extension: they are slower than any socket's DRAM
-    /// and have no CPUs whose programs they could take from).
+    /// Remote nodes by their distance from the local node, nearest first [Choe21 §7]; then
+    /// slower-tier nodes (CXL, persistent memory: [`Topology::is_slower_tier`], by the
+    /// kernel's memory tiers where known, else every CPU-less node), by distance, as tiers of
+    /// their own after every other node (rondpoint's extension: they are slower than any
+    /// socket's DRAM and have no CPUs whose programs they could take from). A CPU-less node
+    /// the kernel puts in DRAM's tier (HBM in flat mode) is grouped by distance like a socket.
     #[default]
     Distance,
     /// Every remote node with memory in one tier: the design [Choe21 §5] evaluated, on a
@@ -34,18 +36,18 @@ pub(crate) fn tiers_of(topology: &Topology, local: NodeId, grouping: Grouping) -
             vec![all]
         };
     }
-    let mut cpu: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
-    let mut memory_only: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
+    let mut fast: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
+    let mut slower: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
     for n in remote {
         let d = topology.distance(local, n.id).unwrap_or(u32::MAX);
-        let group = if n.has_cpu() {
-            &mut cpu
+        let group = if topology.is_slower_tier(n.id) {
+            &mut slower
         } else {
-            &mut memory_only
+            &mut fast
         };
         group.entry(d).or_default().push(n.id);
     }
-    cpu.into_values().chain(memory_only.into_values()).collect()
+    fast.into_values().chain(slower.into_values()).collect()
 }
 
 /// The tiers of every node with CPUs (where pages are first touched).
@@ -124,5 +126,34 @@ mod tests {
         assert_eq!(locals, ids(&[0, 1]), "no tiers for a node without CPUs");
         let single = TopologyBuilder::new(1).build().unwrap();
         assert!(tiers_of(&single, NodeId(0), Grouping::Flat).is_empty());
+    }
+
+    #[test]
+    fn the_kernels_memory_tiers_decide_which_cpu_less_nodes_come_last() {
+        // Node 2 is CPU-less at distance 14 from node 0, nearer than socket 1 (21).
+        let base = TopologyBuilder::new(3)
+            .memory_only(&[2])
+            .distances(vec![vec![10, 21, 14], vec![21, 10, 24], vec![14, 24, 10]])
+            .build()
+            .unwrap();
+        let with_tiers = |tiers: [u32; 3]| {
+            let mut nodes = base.nodes().to_vec();
+            for (n, t) in nodes.iter_mut().zip(tiers) {
+                n.memory_tier = Some(t);
+            }
+            Topology::new(nodes, base.distances().to_vec(), base.llcs().to_vec()).unwrap()
+        };
+        // CXL in a slower tier (the kernel's dax/kmem default, tier 22): last, as without tiers.
+        let cxl = with_tiers([4, 4, 22]);
+        assert_eq!(
+            tiers_of(&cxl, NodeId(0), Grouping::Distance),
+            vec![ids(&[1]), ids(&[2])]
+        );
+        // HBM in flat mode, in DRAM's tier 4: not slower memory, so by distance, first.
+        let hbm = with_tiers([4, 4, 4]);
+        assert_eq!(
+            tiers_of(&hbm, NodeId(0), Grouping::Distance),
+            vec![ids(&[2]), ids(&[1])]
+        );
     }
 }
