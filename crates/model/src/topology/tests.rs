@@ -152,29 +152,12 @@ fn slower_tier_memory_follows_the_kernels_tiers_or_else_the_cpu_less_nodes() {
     let cxl = with([Some(4), Some(4), Some(22), None]);
     assert_eq!(cxl.slower_tier(), nid(&[2]));
     assert!(!cxl.is_slower_tier(NodeId(9)), "not a node");
-    // HBM in flat mode, in DRAM's tier, or in a faster one: not slower memory.
-    assert!(
-        with([Some(4), Some(4), Some(4), None])
-            .slower_tier()
-            .is_empty()
-    );
-    assert!(
-        with([Some(4), Some(4), Some(3), None])
-            .slower_tier()
-            .is_empty()
-    );
-    // A tier between two tiers that hold CPU nodes is still top tier, as in the kernel.
-    assert!(
-        with([Some(4), Some(6), Some(5), None])
-            .slower_tier()
-            .is_empty()
-    );
-    // A socket in a slower tier than another socket is not slower memory.
-    assert!(
-        with([Some(4), Some(22), Some(22), None])
-            .slower_tier()
-            .is_empty()
-    );
+    // No slower memory: HBM in flat mode, in DRAM's tier or a faster one; a tier between two
+    // that hold CPU nodes (top tier, as in the kernel); a socket in a slower tier than another.
+    for tiers in [[4, 4, 4], [4, 4, 3], [4, 6, 5], [4, 22, 22]] {
+        let t = with([Some(tiers[0]), Some(tiers[1]), Some(tiers[2]), None]);
+        assert!(t.slower_tier().is_empty(), "{tiers:?}");
+    }
 }
 
 #[test]

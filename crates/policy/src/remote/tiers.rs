@@ -107,14 +107,18 @@ mod tests {
         assert_eq!(all_tiers(&t, Grouping::Distance).len(), 6);
     }
 
-    #[test]
-    fn memory_only_nodes_come_after_every_cpu_node_even_when_nearer() {
-        // Node 2 is a CXL node at distance 14 from node 0, nearer than socket 1 (21).
-        let t = TopologyBuilder::new(3)
+    /// Two sockets and CPU-less node 2 at distance 14 from node 0, nearer than socket 1 (21).
+    fn cxl() -> Topology {
+        TopologyBuilder::new(3)
             .memory_only(&[2])
             .distances(vec![vec![10, 21, 14], vec![21, 10, 24], vec![14, 24, 10]])
             .build()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn memory_only_nodes_come_after_every_cpu_node_even_when_nearer() {
+        let t = cxl();
         assert_eq!(
             tiers_of(&t, NodeId(0), Grouping::Distance),
             vec![ids(&[1]), ids(&[2])]
@@ -130,12 +134,7 @@ mod tests {
 
     #[test]
     fn the_kernels_memory_tiers_decide_which_cpu_less_nodes_come_last() {
-        // Node 2 is CPU-less at distance 14 from node 0, nearer than socket 1 (21).
-        let base = TopologyBuilder::new(3)
-            .memory_only(&[2])
-            .distances(vec![vec![10, 21, 14], vec![21, 10, 24], vec![14, 24, 10]])
-            .build()
-            .unwrap();
+        let base = cxl();
         let with_tiers = |tiers: [u32; 3]| {
             let mut nodes = base.nodes().to_vec();
             for (n, t) in nodes.iter_mut().zip(tiers) {
