@@ -81,14 +81,6 @@ REFS = {
     "numaperf": "Linux Documentation/admin-guide/mm/numaperf.rst: access0 = best "
                 "initiators of any type, access1 = CPU initiators only; latency in "
                 "nanoseconds, bandwidth in MiB/s; initiators/targets symlinks.",
-    "memory-tiers": "Linux Documentation/ABI/testing/sysfs-kernel-mm-memory-tiers (6.1+): "
-                    "/sys/devices/virtual/memory_tiering/memory_tierN/nodelist lists the "
-                    "NUMA nodes of memory tier N, N derived from the abstract distance, a "
-                    "smaller N a faster tier; include/linux/memory-tiers.h and "
-                    "mm/memory-tiers.c: DRAM's default abstract distance "
-                    "MEMTIER_ADISTANCE_DRAM = 4 x 128 + 64 = 576, tier 576 >> 7 = 4; "
-                    "drivers/dax/kmem.c's default for dax/kmem memory (persistent memory, "
-                    "CXL) MEMTIER_DEFAULT_DAX_ADISTANCE = 5 x 576 = 2880, tier 2880 >> 7 = 22.",
 }
 
 # ---------------------------------------------------------------------------
@@ -478,26 +470,6 @@ def m_xeon_cxl():
     }
 
 
-def m_xeon_cxl_tiers():
-    # The same machine, on a kernel with memory tiers (6.1+), CXL onlined through dax/kmem.
-    m = m_xeon_cxl()
-    m["name"] = "xeon-2s-cxl-tiers"
-    m["title"] += ", with the kernel's memory tiers"
-    m["memory_tiers"] = {
-        4: [0, 1],   # DRAM nodes: the default tier [S:memory-tiers]
-        22: [2],     # CXL through dax/kmem: its default, slower tier [S:memory-tiers]
-    }
-    m["notes"] = m["notes"] + [
-        "A copy of xeon-2s-cxl with the kernel's memory tiers added: "
-        "`devices/virtual/memory_tiering/memory_tier4/nodelist` = `0-1` (DRAM's default "
-        "tier) and `memory_tier22/nodelist` = `2` (the default tier of memory onlined by "
-        "dax/kmem, as CXL Type-3 memory is) [S:memory-tiers]. That the CXL memory was "
-        "onlined through dax/kmem with the default abstract distance (no driver- or "
-        "HMAT-derived one, Linux 6.7+) is chosen [C].",
-    ]
-    return m
-
-
 def m_aws_m5a():
     # AWS m5a.24xlarge: 96 vCPUs (48 cores x SMT2) of EPYC 7571, 6 nodes, 384 GiB [S:apsys21].
     cpus = []
@@ -547,8 +519,7 @@ def m_aws_m5a():
     }
 
 
-MACHINES = [m_vm_1node, m_xeon_snc2_2s, m_r905, m_epyc_nps4, m_xeon_cxl, m_xeon_cxl_tiers,
-            m_aws_m5a]
+MACHINES = [m_vm_1node, m_xeon_snc2_2s, m_r905, m_epyc_nps4, m_xeon_cxl, m_aws_m5a]
 
 # ---------------------------------------------------------------------------
 # Tree writer
@@ -622,11 +593,6 @@ def build(m: dict) -> None:
                 symlink(idir / f"node{ini}", f"../../../node{ini}")
                 symlink(node_dir / f"node{ini}" / access / "targets" / f"node{target}",
                         f"../../../node{target}")
-
-    # --- the kernel's memory tiers (sysfs-kernel-mm-memory-tiers)
-    tier_dir = tree / "devices" / "virtual" / "memory_tiering"
-    for tier, members in sorted(m.get("memory_tiers", {}).items()):
-        write(tier_dir / f"memory_tier{tier}" / "nodelist", cpulist(members) + "\n")
 
     # --- cpu state files
     for fname in ("online", "possible", "present"):
@@ -712,10 +678,6 @@ def source_md(m: dict, heading: str) -> str:
         lines.append("")
     else:
         lines += ["HMAT: none.", ""]
-    if "memory_tiers" in m:
-        tiers = "; ".join(f"memory_tier{t}: nodes `{cpulist(n)}`"
-                          for t, n in sorted(m["memory_tiers"].items()))
-        lines += [f"Memory tiers: {tiers}.", ""]
     lines.append("Provenance ([S:key] = sourced, see References; [I] = inferred; "
                  "[C] = chosen):")
     lines.append("")
@@ -743,9 +705,7 @@ def sources_md(machines: list[dict]) -> str:
         "has HMAT, `devices/system/cpu/{online,possible,present}`, and per CPU "
         "`topology/{physical_package_id,core_id,thread_siblings_list}` and "
         "`cache/index{0..3}/{level,type,size,shared_cpu_list}` (index0 L1 Data, "
-        "index1 L1 Instruction, index2 L2 Unified, index3 L3 Unified); where the "
-        "machine has them, the kernel's memory tiers "
-        "`devices/virtual/memory_tiering/memory_tierN/nodelist`.",
+        "index1 L1 Instruction, index2 L2 Unified, index3 L3 Unified).",
         "",
         "Common conventions (all trees): meminfo lines other than MemTotal/MemFree "
         "(and MemUsed = MemTotal - MemFree) are synthesized from fixed fractions "

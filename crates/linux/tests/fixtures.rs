@@ -177,10 +177,34 @@ fn xeon_2s_cxl() {
     assert_eq!(t.slower_tier(), [NodeId(2)]);
 }
 
+/// A copy of the xeon-2s-cxl tree under a temporary root, with the kernel's memory tiers
+/// (6.1+, Documentation/ABI/testing/sysfs-kernel-mm-memory-tiers) as `tiers` gives them:
+/// (tier, nodelist) pairs.
+fn with_tiers(tiers: &[(u32, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sys");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", "--"])
+        .arg(fixture("xeon-2s-cxl"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    for (tier, nodes) in tiers {
+        let d = root.join(format!("devices/virtual/memory_tiering/memory_tier{tier}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("nodelist"), format!("{nodes}\n")).unwrap();
+    }
+    (dir, root)
+}
+
 #[test]
 fn xeon_2s_cxl_tiers() {
-    // The kernel's default tiers: DRAM in 4, CXL (dax/kmem) in 22.
-    let t = load("xeon-2s-cxl-tiers");
+    // The kernel's default tiers (mm/memory-tiers.c, drivers/dax/kmem.c): DRAM's abstract
+    // distance 576 gives tier 4; memory onlined through dax/kmem, as CXL Type-3 memory is,
+    // 2880, tier 22.
+    let (_d, root) = with_tiers(&[(4, "0-1"), (22, "2")]);
+    let t = discover(&root).unwrap().topology;
     let tiers: Vec<Option<u32>> = t.nodes().iter().map(|n| n.memory_tier).collect();
     assert_eq!(tiers, [Some(4), Some(4), Some(22)]);
     assert_eq!(t.slower_tier(), [NodeId(2)]);
@@ -198,18 +222,7 @@ fn xeon_2s_cxl_tiers() {
         "otherwise the same machine"
     );
     // The same node in DRAM's tier, as HBM in flat mode would be: not slower memory.
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("sys");
-    let copied = std::process::Command::new("cp")
-        .args(["-r", "--"])
-        .arg(fixture("xeon-2s-cxl-tiers"))
-        .arg(&root)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    let tiering = root.join("devices/virtual/memory_tiering");
-    std::fs::remove_dir_all(tiering.join("memory_tier22")).unwrap();
-    std::fs::write(tiering.join("memory_tier4/nodelist"), "0-2\n").unwrap();
+    let (_d, root) = with_tiers(&[(4, "0-2")]);
     let flat = discover(&root).unwrap().topology;
     assert_eq!(flat.nodes()[2].memory_tier, Some(4));
     assert!(flat.slower_tier().is_empty());

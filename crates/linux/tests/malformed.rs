@@ -231,8 +231,15 @@ fn hmat_not_a_number() {
 
 #[test]
 fn memory_tier_malformed() {
-    let (_d, root) = tree("xeon-2s-cxl-tiers");
+    // xeon-2s-cxl with the kernel's default tiers: DRAM in 4, CXL in 22.
+    let (_d, root) = tree("xeon-2s-cxl");
     let tier4 = "devices/virtual/memory_tiering/memory_tier4/nodelist";
+    let tier22 = "devices/virtual/memory_tiering/memory_tier22/nodelist";
+    for (file, nodes) in [(tier4, "0-1\n"), (tier22, "2\n")] {
+        fs::create_dir_all(root.join(file).parent().unwrap()).unwrap();
+        write(&root, file, nodes);
+    }
+    assert!(discover(&root).is_ok());
     write(&root, tier4, "0-x\n");
     fails(&root, tier4, "not a CPU list");
     // A node in two tiers.
