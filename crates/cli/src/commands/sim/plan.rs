@@ -123,9 +123,16 @@ impl Plan {
             stop: Some(watch.stop_signal()),
             ..EngineConfig::default()
         };
+        // A curve measured at start (OAAS's) is the machine's: measured once for every run.
+        let mut config = s.options.config.clone();
+        let registry = crate::policies::registry();
+        for p in policies.iter().filter(|p| *p != bound::NAME) {
+            rondpoint_sim::calibrate::fill_curve(&mut config, registry.info(p)?, &spec)
+                .with_context(|| format!("measuring {}'s MAPI-to-gap curve", spec.name))?;
+        }
         let plan = Self {
             spec,
-            config: s.options.config.clone(),
+            config,
             policies,
             scenarios,
             sim,
