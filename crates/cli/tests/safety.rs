@@ -628,7 +628,7 @@ fn work_past_its_budget_is_refused_before_it_starts() {
                 "--seeds",
                 "10000",
             ],
-            "300000 runs (10000 seeds x 6 policies x 5 workloads)",
+            "350000 runs (10000 seeds x 7 policies x 5 workloads)",
         ),
     ] {
         let started = Instant::now();

@@ -46,6 +46,11 @@ impl PolicyConfig {
     pub fn from_toml(text: &str) -> Result<Self, PolicyError> {
         let tables: toml::Table =
             toml::from_str(text).map_err(|e| PolicyError::Toml(toml_error::describe(text, &e)))?;
+        Self::from_table(tables)
+    }
+
+    /// A configuration of `tables` (a table per policy), checked as a file's are.
+    pub fn from_table(tables: toml::Table) -> Result<Self, PolicyError> {
         for (k, v) in &tables {
             if !v.is_table() {
                 return Err(PolicyError::Config {

@@ -70,7 +70,7 @@ pub struct PolicyInfo {
 /// in place of the name.
 #[derive(Clone, Copy, Debug)]
 pub struct FileParam {
-    /// The parameter's key in the policy's table.
+    /// The parameter's key in the policy's table (a dotted path for one in a sub-table).
     pub key: &'static str,
     /// Values that name no file (`"builtin"`).
     pub keywords: &'static [&'static str],
@@ -216,7 +216,8 @@ impl Registry {
         for name in names {
             let Ok(info) = self.info(&name) else { continue };
             for file in info.files {
-                let Some(toml::Value::String(path)) = config.get_keys(&name, &[file.key]) else {
+                let keys: Vec<&str> = file.key.split('.').collect();
+                let Some(toml::Value::String(path)) = config.get_keys(&name, &keys) else {
                     continue;
                 };
                 if file.keywords.contains(&path.as_str()) {
@@ -228,7 +229,7 @@ impl Registry {
                     ("path".to_string(), toml::Value::String(path)),
                     ("text".to_string(), toml::Value::String(text)),
                 ]);
-                config.set_keys(&name, &[file.key], toml::Value::Table(table))?;
+                config.set_keys(&name, &keys, toml::Value::Table(table))?;
             }
         }
         Ok(())

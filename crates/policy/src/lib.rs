@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auto;
 pub mod autonuma;
 pub mod baseline;
 pub mod carrefour;
@@ -44,6 +45,12 @@ pub fn build(name: &str, config: &PolicyConfig) -> Result<Box<dyn Policy>, Polic
 pub fn by_name(name: &str) -> Result<Box<dyn Policy>, PolicyError> {
     build(name, &PolicyConfig::default())
 }
+
+/// `[auto.oaas]`'s curve, a file the caller reads as `[oaas]`'s.
+const AUTO_CURVE_FILE: &[rondpoint_policy_api::FileParam] = &[rondpoint_policy_api::FileParam {
+    key: "oaas.curve",
+    keywords: &["builtin"],
+}];
 
 /// rondpoint's policies, in the order reports list them.
 pub static BUILTIN: &[PolicyInfo] = &[
@@ -250,6 +257,19 @@ pub static BUILTIN: &[PolicyInfo] = &[
         defaults: defaults_of::<oaas::LinuxSpreadConfig>,
         bounds: oaas::SPREAD_BOUNDS,
         files: &[],
+    },
+    PolicyInfo {
+        name: "auto",
+        family: Family::Rondpoint,
+        summary: "the four systems composed, each deciding one thing where it applies: \
+                  placement (oaas or n-mass), overflow (usage-aware), pages (carrefour), with \
+                  stated rules for their conflicts",
+        source: "ours",
+        in_all: true,
+        build: |p| Ok(Box::new(auto::Auto::new(p.parse()?)?)),
+        defaults: defaults_of::<auto::AutoConfig>,
+        bounds: auto::BOUNDS,
+        files: AUTO_CURVE_FILE,
     },
     PolicyInfo {
         name: "oracle",

@@ -168,8 +168,17 @@ pub fn fill_curve(
     info: &PolicyInfo,
     spec: &MachineSpec,
 ) -> Result<(), CalibrationError> {
-    if !(info.defaults)().contains_key("curve") || config.get_keys(info.name, &["curve"]).is_some()
-    {
+    // The parameter that names a curve file: `curve`, or one in a sub-table (`auto`'s
+    // `oaas.curve`).
+    let Some(param) = info
+        .files
+        .iter()
+        .find(|f| f.key == "curve" || f.key.ends_with(".curve"))
+    else {
+        return Ok(());
+    };
+    let keys: Vec<&str> = param.key.split('.').collect();
+    if config.get_keys(info.name, &keys).is_some() {
         return Ok(());
     }
     let curve = match calibrate(spec, &CalibrationConfig::default()) {
@@ -188,7 +197,7 @@ pub fn fill_curve(
         ("text".to_string(), toml::Value::String(text)),
     ]);
     config
-        .set_keys(info.name, &["curve"], toml::Value::Table(file))
+        .set_keys(info.name, &keys, toml::Value::Table(file))
         .map_err(|e| CalibrationError::Settings(e.to_string()))
 }
 

@@ -177,12 +177,13 @@ pub fn fill_profiles(
     info: &PolicyInfo,
     solo: &Solo,
 ) -> Result<(), PolicyError> {
-    if !takes_profiles(info) {
+    let Some(prefix) = profile_path(info) else {
         return Ok(());
-    }
+    };
     for app in &solo.apps {
         let mut fill = |key: &str, value: Option<f64>| {
-            let keys = ["inputs", "profile", app.name.as_str(), key];
+            let mut keys: Vec<&str> = prefix.iter().map(String::as_str).collect();
+            keys.extend([app.name.as_str(), key]);
             match value {
                 Some(v) if config.get_keys(info.name, &keys).is_none() => {
                     config.set_keys(info.name, &keys, toml::Value::Float(v))
@@ -198,11 +199,30 @@ pub fn fill_profiles(
 
 /// Whether a policy's parameters have a per-program profile for the solo runs to fill.
 pub fn takes_profiles(info: &PolicyInfo) -> bool {
+    profile_path(info).is_some()
+}
+
+/// The keys of a policy's per-program profile table (`inputs.profile`), in its own parameters
+/// or in a lane's sub-table (`auto`'s `n-mass.inputs.profile`), from its defaults.
+fn profile_path(info: &PolicyInfo) -> Option<Vec<String>> {
     let defaults = (info.defaults)();
+    let has = |t: &toml::Table| {
+        t.get("inputs")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|t| t.get("profile").is_some_and(toml::Value::is_table))
+    };
+    let path = |lead: Option<&String>| {
+        let mut p: Vec<String> = lead.into_iter().cloned().collect();
+        p.extend(["inputs".to_string(), "profile".to_string()]);
+        p
+    };
+    if has(&defaults) {
+        return Some(path(None));
+    }
     defaults
-        .get("inputs")
-        .and_then(toml::Value::as_table)
-        .is_some_and(|t| t.get("profile").is_some_and(toml::Value::is_table))
+        .iter()
+        .find(|(_, v)| v.as_table().is_some_and(has))
+        .map(|(k, _)| path(Some(k)))
 }
 
 /// Each application's home, set from an allocation map [Majo11 §4.3]: one digit per

@@ -1,0 +1,111 @@
+//! `auto` against the single policies on the papers' scenarios (docs/auto.md): where one
+//! system's problem is the scenario's, `auto` hands it to that system's lane and every
+//! application ends within 2% of that policy's run.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{stdout, workspace};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Each application's completion (s) under each policy.
+fn completions(machine: &str, scenario: &str, policies: &str) -> BTreeMap<String, Vec<f64>> {
+    let path = workspace().join(scenario);
+    let out = stdout(&[
+        "sim",
+        "-q",
+        "-m",
+        machine,
+        "-w",
+        path.to_str().unwrap(),
+        "-p",
+        policies,
+        "--json",
+    ]);
+    let json: Value = serde_json::from_str(&out).unwrap();
+    json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let apps = r["apps"].as_array().unwrap();
+            let times = apps.iter().map(|a| a["completion_s"].as_f64().unwrap());
+            (r["policy"].as_str().unwrap().to_string(), times.collect())
+        })
+        .collect()
+}
+
+/// Every application under `auto` within `band` of its time under `best`, and the notes name
+/// the lane that acts.
+fn auto_follows(machine: &str, scenario: &str, best: &str, band: f64) {
+    let t = completions(machine, scenario, &format!("{best},auto"));
+    for (i, (a, b)) in t["auto"].iter().zip(&t[best]).enumerate() {
+        assert!(
+            a / b - 1.0 <= band,
+            "{scenario}: application {i} takes {a:.2} s under auto, {b:.2} s under {best}"
+        );
+    }
+}
+
+#[test]
+fn on_an_asymmetric_machine_auto_places_applications_as_oaas_does() {
+    for k in [1, 3] {
+        let scenario = format!("examples/scenarios/oaas/pg-{k}.toml");
+        auto_follows("r905-asymmetric", &scenario, "oaas", 0.02);
+    }
+}
+
+#[test]
+fn with_single_threaded_processes_sharing_caches_auto_maps_them_as_nmass_does() {
+    for k in [1, 3, 9] {
+        let scenario = format!("examples/scenarios/nmass/wl{k}.toml");
+        auto_follows("nehalem-e5520-2s", &scenario, "n-mass", 0.02);
+    }
+}
+
+#[test]
+fn on_traffic_hot_spots_auto_places_pages_as_carrefour_does() {
+    auto_follows(
+        "opteron-8385",
+        "examples/scenarios/dashti13-pca-streamcluster.toml",
+        "carrefour",
+        0.02,
+    );
+}
+
+#[test]
+fn the_notes_say_which_lane_acts_and_why_the_others_do_not() {
+    let path = workspace().join("examples/scenarios/oaas/pg-1.toml");
+    let out = stdout(&[
+        "sim",
+        "-m",
+        "r905-asymmetric",
+        "-w",
+        path.to_str().unwrap(),
+        "-p",
+        "auto",
+    ]);
+    for says in [
+        "placement lane: oaas",
+        "overflow lane: usage-aware",
+        "pages lane: carrefour",
+    ] {
+        assert!(out.contains(says), "{says}:\n{out}");
+    }
+    let path = workspace().join("examples/scenarios/choe21-mix1-mg.toml");
+    let out = stdout(&[
+        "sim",
+        "-m",
+        "xeon-6242-4s",
+        "-w",
+        path.to_str().unwrap(),
+        "-p",
+        "auto",
+    ]);
+    assert!(
+        out.contains("placement lane: none acts: neither OAAS nor N-MASS applies"),
+        "{out}"
+    );
+}

@@ -1,0 +1,425 @@
+//! `auto`: one manager made of the four systems, each owning one kind of decision (a lane),
+//! built from the other policies through the registry:
+//!
+//! - **placement** (which node a program runs on): OAAS where the interconnect is asymmetric and
+//!   multi-threaded applications fill nodes \[Gaud10\], N-MASS where single-threaded processes
+//!   share last-level caches \[Majo11\], neither elsewhere (`detect::placement`);
+//! - **overflow** (where memory goes once a node is full): usage-aware, nearest tier first
+//!   \[Choe21\];
+//! - **pages** (where pages go by the traffic they draw): Carrefour, with its payoff guard
+//!   \[Dashti13\].
+//!
+//! Each epoch the lanes decide in that order, and the arbiter (`arbiter.rs`) settles their conflicts by
+//! stated rules: pages of a process N-MASS placed stay where its decision weighed them; pages
+//! of an application OAAS moved are not sent off its nodes; no pages are moved onto a full
+//! node or a slower tier by the pages lane. A lane whose signals the machine lacks, or that
+//! does not apply to the machine or the programs, is left out with the reason in the notes,
+//! never run on zeros. Each lane keeps its own guards (Carrefour's payoff guard, usage-aware's
+//! move limits).
+
+mod arbiter;
+mod config;
+mod detect;
+#[cfg(test)]
+mod tests;
+
+pub use arbiter::{PlacedBy, Rule};
+pub use config::{AutoConfig, BOUNDS, Lane};
+pub use detect::Placement;
+
+use crate::{Policy, PolicyError};
+use arbiter::Arbiter;
+use rondpoint_model::{
+    Action, Capabilities, Need, Observation, Outcome, ProcessInfo, Sample, SamplingRequest,
+    Topology,
+};
+use rondpoint_policy_api::{PolicyConfig, Refusal};
+
+/// One lane's policy and whether it acts.
+struct Slot {
+    lane: Lane,
+    policy: Box<dyn Policy>,
+    /// Why it does not act, once known.
+    out: Option<String>,
+    /// What the lane's checks said (capabilities only estimated).
+    notes: Vec<String>,
+}
+
+impl Slot {
+    fn acts(&self) -> bool {
+        self.out.is_none()
+    }
+}
+
+/// The composed manager (see the module documentation).
+pub struct Auto {
+    config: AutoConfig,
+    /// Pages and overflow lanes, and both placement candidates; at most one slot of each lane
+    /// acts.
+    slots: Vec<Slot>,
+    placement: Placement,
+    arbiter: Arbiter,
+    /// Actions returned and not yet reported on, with the slot that proposed each.
+    pending: Vec<(Action, usize)>,
+    /// Proposals the arbiter dropped, to report to their lane as skipped.
+    dropped: Vec<(Action, usize, Rule)>,
+    notes: Vec<String>,
+}
+
+impl Auto {
+    /// `auto` with its lanes built through the registry from `config`.
+    pub fn new(config: AutoConfig) -> Result<Self, PolicyError> {
+        rondpoint_policy_api::bounds::check_config("auto", BOUNDS, &config)?;
+        let mut slots = Vec::new();
+        let wanted = |l: Lane| config.lanes.contains(&l);
+        if wanted(Lane::Placement) {
+            slots.push(slot(Lane::Placement, "oaas", &config.oaas, config.seed)?);
+            slots.push(slot(
+                Lane::Placement,
+                "n-mass",
+                &config.n_mass,
+                config.seed,
+            )?);
+        }
+        if wanted(Lane::Overflow) {
+            slots.push(slot(
+                Lane::Overflow,
+                "usage-aware",
+                &config.usage_aware,
+                config.seed,
+            )?);
+        }
+        if wanted(Lane::Pages) {
+            slots.push(slot(
+                Lane::Pages,
+                "carrefour",
+                &config.carrefour,
+                config.seed,
+            )?);
+        }
+        let mut notes = Vec::new();
+        for lane in Lane::ALL.iter().filter(|l| !wanted(**l)) {
+            notes.push(format!("{} lane off: not in `lanes`", lane.name()));
+        }
+        Ok(Self {
+            config,
+            slots,
+            placement: Placement::Unknown,
+            arbiter: Arbiter::default(),
+            pending: Vec::new(),
+            dropped: Vec::new(),
+            notes,
+        })
+    }
+
+    /// The placement lane chosen so far.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// Which lanes act, by the name of the policy that acts in each.
+    pub fn acting(&self) -> Vec<(Lane, &str)> {
+        self.slots
+            .iter()
+            .filter(|s| s.acts())
+            .map(|s| (s.lane, s.policy.name()))
+            .collect()
+    }
+
+    /// What the notes say of one lane: the policy acting in it and its own notes, or why no
+    /// policy acts in it (once when every candidate was left out for the same reason).
+    fn lane_notes(&self, lane: Lane) -> Vec<String> {
+        let slots: Vec<&Slot> = self.slots.iter().filter(|s| s.lane == lane).collect();
+        let l = lane.name();
+        if let Some(s) = slots.iter().find(|s| s.acts()) {
+            let name = s.policy.name();
+            let own = s.notes.iter().cloned().chain(s.policy.notes());
+            return std::iter::once(format!("{l} lane: {name}"))
+                .chain(own.map(|n| format!("{l} ({name}): {n}")))
+                .collect();
+        }
+        let whys: Vec<&str> = slots.iter().filter_map(|s| s.out.as_deref()).collect();
+        match whys.as_slice() {
+            [] => Vec::new(),
+            [first, rest @ ..] if rest.iter().all(|w| w == first) => {
+                vec![format!("{l} lane: none acts: {first}")]
+            }
+            _ => slots
+                .iter()
+                .filter_map(|s| {
+                    let why = s.out.as_deref()?;
+                    Some(format!("{l} lane: {} left out: {why}", s.policy.name()))
+                })
+                .collect(),
+        }
+    }
+
+    /// Chooses the placement lane for `processes` (once every program runs), and has it accept
+    /// them; the actions its start would have taken, now that it starts.
+    fn choose_placement(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
+        let chosen = detect::placement(topology, processes);
+        let name = match &chosen {
+            Placement::Unknown => return Vec::new(),
+            Placement::Oaas => Some("oaas"),
+            Placement::NMass => Some("n-mass"),
+            Placement::Neither(_) => None,
+        };
+        let why = match &chosen {
+            Placement::Neither(why) => why.clone(),
+            _ => String::new(),
+        };
+        self.placement = chosen;
+        let mut started = Vec::new();
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            if s.lane != Lane::Placement || s.out.is_some() {
+                continue;
+            }
+            if Some(s.policy.name()) != name {
+                s.out = Some(if name.is_some() {
+                    format!(
+                        "another placement policy applies here ({})",
+                        name.unwrap_or("")
+                    )
+                } else {
+                    why.clone()
+                });
+                continue;
+            }
+            match s.policy.accepts(topology, processes) {
+                Ok(()) => {
+                    let acts = s.policy.start(topology, processes);
+                    started.extend(acts.into_iter().map(|a| (a, i)));
+                }
+                Err(Refusal(r)) => s.out = Some(r),
+            }
+        }
+        self.take(started)
+    }
+
+    /// Records the placement lane's actions and hands back all of them, pending their
+    /// outcomes.
+    fn take(&mut self, proposed: Vec<(Action, usize)>) -> Vec<Action> {
+        let mut out = Vec::with_capacity(proposed.len());
+        for (a, i) in proposed {
+            if self.slots[i].lane == Lane::Placement {
+                let by = if self.slots[i].policy.name() == "oaas" {
+                    PlacedBy::Oaas
+                } else {
+                    PlacedBy::NMass
+                };
+                self.arbiter.placed(by, std::slice::from_ref(&a));
+            }
+            self.pending.push((a.clone(), i));
+            out.push(a);
+        }
+        out
+    }
+
+    /// Every acting lane's proposals, in lane order, the pages lane's through the arbiter.
+    fn gather(
+        &mut self,
+        topology: &Topology,
+        observation: Option<&Observation>,
+        lanes: &[Lane],
+        mut propose: impl FnMut(&mut dyn Policy) -> Vec<Action>,
+    ) -> Vec<Action> {
+        let mut all = Vec::new();
+        for &lane in lanes {
+            for i in 0..self.slots.len() {
+                let s = &mut self.slots[i];
+                if s.lane != lane || !s.acts() {
+                    continue;
+                }
+                let proposed = propose(s.policy.as_mut());
+                if lane != Lane::Pages {
+                    all.extend(proposed.into_iter().map(|a| (a, i)));
+                    continue;
+                }
+                let min_free = self.config.min_free_mib.saturating_mul(1 << 20);
+                let (kept, dropped) = self
+                    .arbiter
+                    .pages(topology, observation, min_free, proposed);
+                all.extend(kept.into_iter().map(|a| (a, i)));
+                self.dropped
+                    .extend(dropped.into_iter().map(|(a, r)| (a, i, r)));
+            }
+        }
+        self.take(all)
+    }
+
+    /// Tells each lane what became of its proposals: the backend's outcomes for those carried
+    /// out, skipped with the rule for those the arbiter dropped.
+    fn route(&mut self, actions: &[Action], outcomes: &[Outcome]) {
+        let mut by_slot: Vec<(Vec<Action>, Vec<Outcome>)> =
+            (0..self.slots.len()).map(|_| Default::default()).collect();
+        for (a, o) in actions.iter().zip(outcomes) {
+            let Some(k) = self.pending.iter().position(|(p, _)| p == a) else {
+                continue;
+            };
+            let (_, i) = self.pending.swap_remove(k);
+            let (acts, outs) = &mut by_slot[i];
+            outs.push(Outcome {
+                action: acts.len(),
+                ..o.clone()
+            });
+            acts.push(a.clone());
+        }
+        for (a, i, rule) in self.dropped.drain(..) {
+            let (acts, outs) = &mut by_slot[i];
+            outs.push(Outcome::skipped(acts.len(), a.pages(), rule.describe()));
+            acts.push(a);
+        }
+        for (s, (acts, outs)) in self.slots.iter_mut().zip(by_slot) {
+            if !acts.is_empty() {
+                s.policy.outcomes(&acts, &outs);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Auto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auto")
+            .field("config", &self.config)
+            .field("acting", &self.acting())
+            .field("placement", &self.placement)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A lane's policy, built through the registry from its sub-table of `[auto]` (the run's seed
+/// where the sub-table gives none); errors name the sub-table.
+fn slot(
+    lane: Lane,
+    name: &str,
+    table: &Option<toml::Table>,
+    seed: u64,
+) -> Result<Slot, PolicyError> {
+    let registry = crate::registry();
+    let info = registry.info(name)?;
+    let mut table = table.clone().unwrap_or_default();
+    if (info.defaults)().contains_key("seed") && !table.contains_key("seed") {
+        let seed = i64::try_from(seed).unwrap_or(i64::MAX);
+        table.insert("seed".into(), toml::Value::Integer(seed));
+    }
+    let config = PolicyConfig::from_table(toml::Table::from_iter([(
+        name.to_string(),
+        toml::Value::Table(table),
+    )]))?;
+    let policy = registry.build(name, &config).map_err(|e| match e {
+        PolicyError::Config { policy, message } => PolicyError::Config {
+            policy: format!("auto.{policy}"),
+            message,
+        },
+        other => other,
+    })?;
+    Ok(Slot {
+        lane,
+        policy,
+        out: None,
+        notes: Vec::new(),
+    })
+}
+
+impl Policy for Auto {
+    fn name(&self) -> &str {
+        "auto"
+    }
+
+    /// None of its own: a lane whose needs the machine cannot meet is left out, with them
+    /// named in the notes ([`Policy::configure`]).
+    fn needs(&self) -> Vec<Need> {
+        Vec::new()
+    }
+
+    fn configure(&mut self, capabilities: &Capabilities) {
+        for s in &mut self.slots {
+            match capabilities.check(s.policy.name(), &s.policy.needs()) {
+                Ok(notes) => {
+                    s.notes = notes;
+                    s.policy.configure(capabilities);
+                }
+                Err(unmet) => s.out = Some(unmet.to_string()),
+            }
+        }
+    }
+
+    fn accepts(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Result<(), Refusal> {
+        for s in &mut self.slots {
+            let why_not = match s.lane {
+                Lane::Pages => detect::pages(topology),
+                Lane::Overflow => detect::overflow(topology),
+                Lane::Placement => None,
+            };
+            if s.out.is_none() {
+                s.out = why_not;
+            }
+            if s.lane != Lane::Placement && s.out.is_none() {
+                if let Err(Refusal(r)) = s.policy.accepts(topology, processes) {
+                    s.out = Some(r);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
+        let mut actions = self.choose_placement(topology, processes);
+        // The placement lane started as it was chosen.
+        let others = [Lane::Overflow, Lane::Pages];
+        actions.extend(self.gather(topology, None, &others, |p| p.start(topology, processes)));
+        actions
+    }
+
+    fn ingest(&mut self, topology: &Topology, epoch: u64, samples: &[Sample]) {
+        for s in self.slots.iter_mut().filter(|s| s.acts()) {
+            s.policy.ingest(topology, epoch, samples);
+        }
+    }
+
+    fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
+        let mut actions = Vec::new();
+        if self.placement == Placement::Unknown {
+            actions = self.choose_placement(topology, &observation.processes);
+        }
+        actions.extend(self.gather(topology, Some(observation), &Lane::ALL, |p| {
+            p.decide(topology, observation)
+        }));
+        actions
+    }
+
+    fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
+        self.route(actions, outcomes);
+    }
+
+    fn sampling(&self) -> SamplingRequest {
+        let mut out = SamplingRequest::NONE;
+        for s in self.slots.iter().filter(|s| s.acts()) {
+            let r = s.policy.sampling();
+            if let Some(p) = r.period_cycles {
+                if out.period_cycles.is_none_or(|q| p < q) {
+                    out.period_cycles = Some(p);
+                    out.by_process = r.by_process.clone();
+                }
+            }
+            out.hinting = out.hinting.or(r.hinting);
+            out.truth |= r.truth;
+            out.counters |= r.counters;
+        }
+        out
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut notes = self.notes.clone();
+        for lane in Lane::ALL {
+            notes.extend(self.lane_notes(lane));
+        }
+        for (rule, n) in &self.arbiter.dropped {
+            notes.push(format!(
+                "arbiter: {n} pages-lane proposal(s) dropped: {}",
+                rule.describe()
+            ));
+        }
+        notes
+    }
+}
