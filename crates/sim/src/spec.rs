@@ -7,7 +7,7 @@ use crate::param::Param;
 use rondpoint_model::bounds::Invalid;
 use rondpoint_model::topology::{InterconnectSpec, RouteSpec};
 use rondpoint_model::{
-    CpuId, Hmat, InterconnectOrigin, LlcDomain, Node, NodeId, Topology, TopologyError,
+    CpuId, Hmat, HmatPerf, InterconnectOrigin, LlcDomain, Node, NodeId, Topology, TopologyError,
 };
 use thiserror::Error;
 
@@ -104,7 +104,7 @@ impl MachineSpec {
         };
         crate::bounds::check_machine(p).map_err(|e| bad(e.into()))?;
         let per_node = PerNode::of(p).map_err(&bad)?;
-        let (topology, cores) = topology(p, &per_node)?;
+        let (mut topology, cores) = topology(p, &per_node)?;
         let links: Vec<(usize, usize)> = topology
             .interconnect()
             .links
@@ -114,6 +114,7 @@ impl MachineSpec {
         let link_bw = link_bandwidths(p, &links).map_err(&bad)?;
         let path = link_paths(&topology);
         let idle_ns = idle_latency(p, &topology, &per_node).map_err(&bad)?;
+        set_hmat(&mut topology, &idle_ns, &per_node.mc_bw, &per_node.cores);
         let c = &p.costs;
         Ok(MachineSpec {
             name: p.name.clone(),
@@ -266,6 +267,49 @@ fn topology(p: &MachinePreset, per: &PerNode) -> Result<(Topology, Vec<Core>), S
             .unwrap_or(0);
     }
     Ok((topology, cores))
+}
+
+/// Each node's HMAT figures as a firmware would report them: for its best CPU initiators (least
+/// idle latency), the idle latency and the memory controllers' bandwidth (reads and writes
+/// together, so both read and write figures), and the idle latency from every CPU node, which
+/// ACPI's HMAT holds and Linux's sysfs does not show.
+fn set_hmat(topology: &mut Topology, idle_ns: &[Vec<f64>], mc_bw: &[f64], cores: &[u32]) {
+    let cpu_nodes: Vec<usize> = (0..cores.len()).filter(|&i| cores[i] > 0).collect();
+    for (d, &bw) in mc_bw.iter().enumerate() {
+        if topology
+            .nodes()
+            .get(d)
+            .is_none_or(|n| n.mem_total_bytes == 0)
+        {
+            continue;
+        }
+        let latency = |s: usize| idle_ns[s][d].round().max(0.0) as u64;
+        let Some(best) = cpu_nodes.iter().map(|&s| latency(s)).min() else {
+            continue;
+        };
+        // GB/s (10^9 bytes) to the MiB/s sysfs reports.
+        let mib_s = (bw * 1e9 / f64::from(1u32 << 20)).round() as u64;
+        let perf = HmatPerf {
+            read_latency_ns: Some(best),
+            write_latency_ns: Some(best),
+            read_bandwidth_mib_s: Some(mib_s),
+            write_bandwidth_mib_s: Some(mib_s),
+            initiators: cpu_nodes
+                .iter()
+                .filter(|&&s| latency(s) == best)
+                .map(|&s| NodeId(s as u16))
+                .collect(),
+        };
+        let hmat = Hmat {
+            access0: Some(perf.clone()),
+            access1: Some(perf),
+            latency_from_ns: cpu_nodes
+                .iter()
+                .map(|&s| (NodeId(s as u16), latency(s)))
+                .collect(),
+        };
+        topology.set_hmat(NodeId(d as u16), hmat);
+    }
 }
 
 /// Bandwidth per direction of each link: the preset's, or its `[[link]]` override.

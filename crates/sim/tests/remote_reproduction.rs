@@ -434,6 +434,25 @@ fn cxl_nodes_come_after_the_sockets() {
     }
 }
 
+/// Dynamic migration leaves the CXL node alone where the move does not pay: on
+/// `cxl-overflow`, usage-aware puts gups's overflow on socket 1, and ua-dm's rebalancing must not
+/// move it to the CXL node, 31 ns slower from socket 0 than socket 1's DRAM with a third of its
+/// bandwidth, while socket 1's controllers are far from saturated (before the latency model, it
+/// moved 14.5 GiB there, as the least busy node by raw counts). Bands: nothing of gups's on node
+/// 2 at the end; gups no slower than under usage-aware (within 0.5%).
+#[test]
+fn ua_dm_leaves_the_cxl_node_alone_where_moving_does_not_pay() {
+    let (m, s) = (machine("xeon-2s-cxl"), scenario("cxl-overflow"));
+    let gups = |r: &RunResult| r.apps.iter().find(|a| a.name == "gups").unwrap().clone();
+    let ua = gups(&run(&m, &s, "usage-aware", ""));
+    let dm = gups(&run(&m, &s, "ua-dm", ""));
+    let gib: Vec<f64> = dm.bytes_by_node.iter().map(|&b| b as f64 / GIB).collect();
+    println!("cxl ua-dm: gups GiB per node {gib:.2?}");
+    assert_eq!(dm.bytes_by_node[2], 0, "{gib:?}");
+    let (a, b) = (ua.completion_s, dm.completion_s);
+    assert!(b <= a * 1.005, "ua-dm {b} s against usage-aware {a} s");
+}
+
 /// The mixes are the presets scaled as the presets say (16 copies of each SPEC program, the
 /// node-0 program as its preset, mg at the chosen 20 GiB), so that a preset change reaches
 /// them: every number but the sizes and thread counts equals the preset's.

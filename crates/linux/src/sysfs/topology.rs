@@ -67,6 +67,8 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
         let hmat = Hmat {
             access0: read_hmat(&fs, &format!("{dir}/access0/initiators"))?,
             access1: read_hmat(&fs, &format!("{dir}/access1/initiators"))?,
+            // sysfs shows the best initiators only.
+            latency_from_ns: Vec::new(),
         };
         nodes.push(Node {
             id,

@@ -132,12 +132,24 @@ pub struct HmatPerf {
 pub struct Hmat {
     pub access0: Option<HmatPerf>,
     pub access1: Option<HmatPerf>,
+    /// Idle read latency to this node from each initiator node (ns), where known. ACPI's HMAT
+    /// lists every initiator-target pair (its System Locality Latency and Bandwidth
+    /// Information structures), but Linux's sysfs shows only the best initiators
+    /// (`access0`/`access1`), so a live machine leaves this empty; the simulator fills it from
+    /// its latency matrix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_from_ns: Vec<(NodeId, u64)>,
 }
 
 impl Hmat {
     /// Whether the firmware gave any HMAT figure for this node.
     pub fn is_empty(&self) -> bool {
-        self.access0.is_none() && self.access1.is_none()
+        self.access0.is_none() && self.access1.is_none() && self.latency_from_ns.is_empty()
+    }
+
+    /// The best initiators' figures: `access1` (CPU initiators), else `access0`.
+    pub fn best(&self) -> Option<&HmatPerf> {
+        self.access1.as_ref().or(self.access0.as_ref())
     }
 }
 
@@ -305,6 +317,18 @@ impl Topology {
         };
         t.set_interconnect(links, &[], InterconnectOrigin::Inferred)?;
         Ok(t)
+    }
+
+    /// Sets a node's HMAT figures (a machine description that knows them, such as the
+    /// simulator's); nothing derived depends on them. False if there is no such node.
+    pub fn set_hmat(&mut self, node: NodeId, hmat: Hmat) -> bool {
+        match self.index_of(node) {
+            Some(i) => {
+                self.nodes[i].hmat = hmat;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Nodes, sorted by number.

@@ -456,6 +456,8 @@ pub const UA_DM_BOUNDS: &[ParamBounds] = &[
     ("dm.imbalance_pct", PERCENT),
     ("dm.min_remote_share", FRACTION),
     ("dm.batch_mib", MOVE_MIB),
+    ("dm.max_utilisation", FRACTION),
+    ("dm.watermark_scale_factor", dm::WATERMARK_SCALE),
 ];
 
 #[cfg(test)]
