@@ -43,6 +43,8 @@ struct Slot {
     out: Option<String>,
     /// What the lane's checks said (capabilities only estimated).
     notes: Vec<String>,
+    /// Actions the lane took (through the arbiter), by technique.
+    taken: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl Slot {
@@ -134,7 +136,12 @@ impl Auto {
         if let Some(s) = slots.iter().find(|s| s.acts()) {
             let name = s.policy.name();
             let own = s.notes.iter().cloned().chain(s.policy.notes());
-            return std::iter::once(format!("{l} lane: {name}"))
+            let taken: Vec<String> = s.taken.iter().map(|(t, n)| format!("{n} {t}")).collect();
+            let taken = match taken.is_empty() {
+                true => "nothing".to_string(),
+                false => taken.join(", "),
+            };
+            return std::iter::once(format!("{l} lane: {name} (decided {taken})"))
                 .chain(own.map(|n| format!("{l} ({name}): {n}")))
                 .collect();
         }
@@ -209,6 +216,7 @@ impl Auto {
                 };
                 self.arbiter.placed(by, std::slice::from_ref(&a));
             }
+            *self.slots[i].taken.entry(a.technique()).or_default() += 1;
             self.pending.push((a.clone(), i));
             out.push(a);
         }
@@ -318,6 +326,7 @@ fn slot(
         policy,
         out: None,
         notes: Vec::new(),
+        taken: Default::default(),
     })
 }
 
