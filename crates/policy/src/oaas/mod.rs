@@ -6,8 +6,9 @@
 //! - `oaas` ([`Oaas`], [Gaud10 §5]): every 300 ms, each application's MAPI (main-memory
 //!   accesses per retired instruction); the applications with the highest MAPI on the fast
 //!   nodes, the others on the slow ones; A (fast) and B (slow) swap only when the gain the
-//!   machine's MAPI-to-gap curve predicts, P_B - P_A, exceeds 5 points; a move pins every
-//!   thread to the new node and migrates the application's pages with it.
+//!   machine's MAPI-to-gap curve predicts, P_B - P_A, exceeds 5 points and the move pays for
+//!   itself over what is left of the runs (§5.1); a move pins every thread to the new node and
+//!   migrates the application's pages with it.
 //! - `oaas-nopm`: the same without page migration (OAAS-noPM, §5.3).
 //! - `static` ([`Static`]): the fixed mappings M0-M5 of Table 4.
 //! - `random` ([`Random`]): each application on a node drawn at random (§4.2).
@@ -19,6 +20,7 @@
 //! than CPU nodes are refused before the run. On a machine without slow nodes `oaas` has
 //! nothing to do and says so.
 
+mod amortise;
 mod config;
 mod mapping;
 mod scheduler;

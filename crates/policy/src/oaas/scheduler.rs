@@ -13,9 +13,13 @@
 //!   the slow application with the highest MAPI moves there when its own gap passes the
 //!   threshold (§5.1: "applications with the highest MAPI indicator are assigned to fast
 //!   processors").
+//! - A move that passes the threshold is made only when it pays for itself over what is left
+//!   of the applications' runs (see `amortise`): §5.1's "all migrations costs will be
+//!   amortized over time". A pair that does not pay is skipped, the next pairs still tried.
 //! - Applications without instructions in the period (finished, or not started) are left
 //!   where they are.
 
+use super::amortise::{Balance, Progress, Side, pages_to_move};
 use super::config::{Curve, InitialPlacement, OAAS_BOUNDS, OaasConfig};
 use super::{builtin_curve_for, cpu_nodes, home, nodes_of, one_per_node, place};
 use crate::{Policy, PolicyError};
@@ -70,6 +74,12 @@ pub struct Oaas {
     /// Main-memory accesses and instructions per application since the last decision.
     counts: BTreeMap<Pid, (u64, u64)>,
     period_start_ns: Option<u64>,
+    /// Length of the period that just ended (s).
+    period_s: f64,
+    /// Each application's work done so far, for the time left to gain in.
+    progress: Progress,
+    /// Whether a move that did not pay for itself was noted already.
+    unpaid_noted: bool,
     last: Vec<AppView>,
     notes: Vec<String>,
 }
@@ -116,6 +126,9 @@ impl Oaas {
             source: MapiSource::Dram,
             counts: BTreeMap::new(),
             period_start_ns: None,
+            period_s: 0.0,
+            progress: Progress::default(),
+            unpaid_noted: false,
             last: Vec::new(),
             notes: Vec::new(),
         })
@@ -211,6 +224,7 @@ impl Oaas {
         if now.saturating_sub(start) < period_ns {
             return false;
         }
+        self.period_s = now.saturating_sub(start) as f64 / 1e9;
         self.period_start_ns = Some(now);
         true
     }
@@ -256,13 +270,14 @@ impl Oaas {
 
     /// The swaps worth making: slow nodes' applications by decreasing gap against fast
     /// nodes' by increasing gap (an empty fast node counting 0), while the gain passes the
-    /// threshold.
+    /// threshold, each only if it pays for itself; and the first that did not, with its
+    /// balance.
     fn swaps(
         &self,
         topology: &Topology,
         processes: &[ProcessInfo],
         views: &[AppView],
-    ) -> Vec<Action> {
+    ) -> (Vec<Action>, Option<(Pid, NodeId, Balance)>) {
         let class = |n: NodeId| topology.class(n);
         let mut slow: Vec<&AppView> = views
             .iter()
@@ -287,16 +302,67 @@ impl Oaas {
             to,
             with_memory: self.with_memory,
         };
+        let side = |pid: Pid, gap_pct: f64, to: NodeId| {
+            let p = processes.iter().find(|p| p.pid == pid);
+            Side {
+                gap_pct,
+                remaining_s: self.progress.remaining_s(pid, self.config.run_s),
+                pages: match p {
+                    Some(p) if self.with_memory => pages_to_move(topology, p, to),
+                    _ => 0,
+                },
+                threads: p.map_or(1, |p| p.threads.len()),
+            }
+        };
+        let mut unpaid = None;
         for (b, (p_a, a, a_node)) in slow.iter().zip(fast) {
             if b.gap_pct - p_a <= self.config.min_gain_points {
                 break;
+            }
+            let a_side = a.map(|a| side(a, p_a, b.node));
+            let balance = Balance::of(
+                &side(b.pid, b.gap_pct, a_node),
+                a_side.as_ref(),
+                self.config.migrate_page_us,
+            );
+            if !balance.pays() {
+                unpaid.get_or_insert((b.pid, a_node, balance));
+                continue;
             }
             if let Some(a) = a {
                 actions.push(to(a, b.node));
             }
             actions.push(to(b.pid, a_node));
         }
-        actions
+        (actions, unpaid)
+    }
+
+    /// Counts the period's work of each application judged, for the time left of its run.
+    fn advance(&mut self, topology: &Topology, views: &[AppView]) {
+        for v in views {
+            let slow = topology.class(v.node) == Some(NodeClass::Slow);
+            self.progress.add(v.pid, self.period_s, slow, v.gap_pct);
+        }
+    }
+
+    /// Says, once, that a move passing the threshold was left out because it did not pay.
+    fn note_unpaid(&mut self, now_ns: u64, unpaid: Option<(Pid, NodeId, Balance)>) {
+        let Some((pid, to, b)) = unpaid.filter(|_| !self.unpaid_noted) else {
+            return;
+        };
+        self.unpaid_noted = true;
+        self.note(format!(
+            "moves whose predicted gain passed min_gain_points but would not pay for itself \
+             were left out ([Gaud10 §5.1]: migration costs must be amortized), the first at \
+             {:.1} s: {pid} to {to}, an expected {:.3} s saved over what is left of the runs \
+             (run_s {} s) against {:.3} s to move {} pages (migrate_page_us {} µs)",
+            now_ns as f64 / 1e9,
+            b.gain_s,
+            self.config.run_s,
+            b.cost_s,
+            b.pages,
+            self.config.migrate_page_us
+        ));
     }
 }
 
@@ -409,7 +475,12 @@ impl Policy for Oaas {
         let Some(views) = views else {
             return Vec::new();
         };
-        let actions = self.swaps(topology, &observation.processes, &views);
+        self.advance(topology, &views);
+        let (actions, unpaid) = self.swaps(topology, &observation.processes, &views);
+        let now = observation
+            .start_ns
+            .saturating_add(observation.counters.duration_ns);
+        self.note_unpaid(now, unpaid);
         self.last = views;
         actions
     }

@@ -502,3 +502,94 @@ fn a_run_names_its_curve_and_says_when_it_falls_with_mapi() {
         "{notes:?}"
     );
 }
+
+/// One 300 ms epoch from `start_ms` of the applications on `nodes` with these MAPIs, the first
+/// with `pages` 4 KiB pages on its node, the third finished when `third_done`.
+fn late_epoch(
+    start_ms: u64,
+    nodes: &[u16],
+    mapi: &[f64],
+    pages: u64,
+    third_done: bool,
+) -> Observation {
+    let mut o = epoch(start_ms, 300, nodes, mapi);
+    let mut bytes = vec![0; 4];
+    bytes[usize::from(nodes[0])] = pages * 4096;
+    o.processes[0].resident_bytes_by_node = bytes;
+    if third_done {
+        let pid = o.processes[2].pid;
+        o.processes[2].threads.clear();
+        o.counters.threads.retain(|t| t.pid != pid);
+    }
+    o
+}
+
+/// A fast node emptied near the end of the runs: moving a slow application there with its
+/// 87,192 pages (ferret's, PG-3) would cost 0.109 s (5 µs a page over 4 threads) for 0.089 s
+/// saved over the 0.8 s left of its 10 s run, so it stays; the same move early in the run
+/// pays, and is made. The old rule (an empty fast node counts as gap 0, nothing else) moved
+/// it.
+#[test]
+fn a_move_near_the_end_of_the_run_that_would_not_pay_is_not_made() {
+    let t = r905();
+    let nodes = [0, 1, 2, 3];
+    // app0 (slow) at ferret's MAPI, app2 (fast) close enough that they never swap.
+    let mapi = [0.0051, 0.03, 0.0045, 0.0];
+    let mut o = oaas(OaasConfig::default(), &t, &nodes);
+    let gap = o.curve().unwrap().gap_pct(0.0051);
+    assert!(
+        gap > 10.0 && gap - o.curve().unwrap().gap_pct(0.0045) < 5.0,
+        "{gap}"
+    );
+    for k in 0..33 {
+        let a = o.decide(&t, &late_epoch(300 * k, &nodes, &mapi, 87_192, false));
+        assert!(a.is_empty(), "{k}: {a:?}");
+    }
+    // 9.9 s to 10.2 s: app2 has finished, fast node 2 is empty.
+    let a = o.decide(&t, &late_epoch(9900, &nodes, &mapi, 87_192, true));
+    assert!(a.is_empty(), "{a:?}");
+    let note = o
+        .notes()
+        .into_iter()
+        .find(|n| n.contains("would not pay"))
+        .unwrap();
+    assert!(note.contains("at 10.2 s: pid 1000 to node2"), "{note}");
+    assert!(note.contains("87192 pages"), "{note}");
+    // Without the cost (the old behaviour) it moves.
+    let free = OaasConfig {
+        migrate_page_us: 0.0,
+        ..OaasConfig::default()
+    };
+    let mut o = oaas(free, &t, &nodes);
+    for k in 0..33 {
+        o.decide(&t, &late_epoch(300 * k, &nodes, &mapi, 87_192, false));
+    }
+    let a = o.decide(&t, &late_epoch(9900, &nodes, &mapi, 87_192, true));
+    assert_eq!(moves(&a), vec![(1000, 2, true)]);
+    // Early in the run the same move pays: 9.7 s left at 11%, 1.07 s saved.
+    let mut o = oaas(OaasConfig::default(), &t, &nodes);
+    let a = o.decide(&t, &late_epoch(0, &nodes, &mapi, 87_192, true));
+    assert_eq!(moves(&a), vec![(1000, 2, true)]);
+}
+
+/// The cost counts both applications' pages not on their new nodes, and oaas-nopm, which
+/// moves no pages, counts none.
+#[test]
+fn a_swap_costs_both_applications_pages_and_nopm_none() {
+    let t = r905();
+    let nodes = [0, 1, 2, 3];
+    let mapi = [0.05, 0.0, 0.0, 0.0];
+    let mut o = epoch(0, 300, &nodes, &mapi);
+    // 2 M pages each: 2.5 s each to move at 5 µs over 4 threads, more than 10 s of runs
+    // can save at a 26% gap.
+    for p in &mut o.processes {
+        let node = usize::from(p.threads[0].node.0);
+        p.resident_bytes_by_node = vec![0; 4];
+        p.resident_bytes_by_node[node] = 2_000_000 * 4096;
+    }
+    let mut with = oaas(OaasConfig::default(), &t, &nodes);
+    assert!(with.decide(&t, &o).is_empty());
+    let mut nopm = Oaas::without_pages(OaasConfig::default()).unwrap();
+    nopm.accepts(&t, &o.processes).unwrap();
+    assert_eq!(moves(&nopm.decide(&t, &o)).len(), 2);
+}
