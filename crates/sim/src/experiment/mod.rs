@@ -16,7 +16,7 @@ mod result;
 pub mod summary;
 
 pub use result::{
-    AppResult, AppSlowdown, ExperimentError, LinkLoad, Multiprogram, NodeLoad, RunResult,
+    AppResult, AppSlowdown, ExperimentError, LinkLoad, Multiprogram, NodeLoad, RunResult, SoloNode,
     TIME_LIMIT_S, imbalance_pct,
 };
 

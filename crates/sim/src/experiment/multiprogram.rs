@@ -1,15 +1,19 @@
 //! Multiprogrammed workloads measured as [Majo11 §4.1] measures them: each program's slowdown
-//! relative to its solo run (alone on the machine, on its home node), the workload's slowdown
+//! relative to its solo run (alone on the machine, on its home node; on a machine with slow
+//! nodes, on a fast node as [Gaud10 Figure 5] measures it), the workload's slowdown
 //! as the average of its programs', and a policy that stands for several placements (the
 //! `default` baseline of §4.3) run once per placement and averaged, with the spread. The solo
 //! runs also profile each program the paper's way (§3.2): alone, once local and once remote,
 //! for the policies that take per-program profiles (N-MASS's `inputs.profile`).
 
-use super::result::{AppSlowdown, ExperimentError, Multiprogram, RunResult, TIME_LIMIT_S};
+use super::result::{
+    AppSlowdown, ExperimentError, Multiprogram, RunResult, SoloNode, TIME_LIMIT_S,
+};
 use crate::machine::{SimConfig, SimMachine, thread_count};
 use crate::scenario::{AppSpec, Scenario, ThreadPlacement};
 use crate::spec::MachineSpec;
 use rondpoint_engine::{EngineConfig, VirtualClock};
+use rondpoint_model::NodeClass;
 use rondpoint_model::bounds::Invalid;
 use rondpoint_policy_api::{FirstTouch, PolicyConfig, PolicyError, PolicyInfo};
 
@@ -21,6 +25,10 @@ pub struct SoloApp {
     pub home: u16,
     /// Completion alone on its home node (simulated seconds).
     pub local_s: f64,
+    /// Completion alone where slowdowns are measured from (simulated seconds): on the first
+    /// fast node with its memory there when the solo runs are on a fast node
+    /// ([`Solo::reference`]), else `local_s`.
+    pub reference_s: f64,
     /// LLC misses per thousand instructions alone on its home node.
     pub mpki: f64,
     /// Completion alone on the nearest other node with CPUs, its memory at home (simulated
@@ -39,7 +47,22 @@ impl SoloApp {
 /// The solo runs of every program of a scenario, in its order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Solo {
+    /// Where the reference runs are.
+    pub reference: SoloNode,
     pub apps: Vec<SoloApp>,
+}
+
+/// The machine's first fast CPU node, when it has slow ones ([Gaud10]'s asymmetric machines).
+fn fast_reference(machine: &MachineSpec) -> Option<u16> {
+    let t = &machine.topology;
+    let has = |class| {
+        t.nodes()
+            .iter()
+            .zip(t.classes())
+            .find(|(n, c)| **c == class && n.has_cpu())
+            .map(|(n, _)| n.id.0)
+    };
+    has(NodeClass::Slow).and(has(NodeClass::Fast))
 }
 
 /// Whether an application has one home node: all but one placed over several nodes by its
@@ -82,9 +105,14 @@ pub fn solo_runs(
     remote: bool,
 ) -> Result<Solo, ExperimentError> {
     let mut apps = Vec::with_capacity(scenario.apps.len());
+    let fast = fast_reference(machine);
     for app in &scenario.apps {
         let home = home_of(app);
         let (local_s, mpki) = alone(machine, scenario, app, home, home, sim, engine)?;
+        let reference_s = match fast.filter(|_| has_home(machine, app)) {
+            Some(f) if f != home => alone(machine, scenario, app, f, f, sim, engine)?.0,
+            _ => local_s,
+        };
         let remote = remote && has_home(machine, app);
         let remote_s = match remote.then(|| nearest_other(machine, home)).flatten() {
             Some(r) => Some(alone(machine, scenario, app, r, home, sim, engine)?.0),
@@ -94,11 +122,17 @@ pub fn solo_runs(
             name: app.name.clone(),
             home,
             local_s,
+            reference_s,
             mpki,
             remote_s,
         });
     }
-    Ok(Solo { apps })
+    let reference = if fast.is_some() {
+        SoloNode::Fast
+    } else {
+        SoloNode::Home
+    };
+    Ok(Solo { reference, apps })
 }
 
 /// The nearest node with CPUs other than `home` (by distance, then number).
@@ -270,14 +304,15 @@ pub fn slowdowns(run: &RunResult, scenario: &Scenario, solo: &Solo) -> Multiprog
         .zip(&solo.apps)
         .map(|((r, spec), s)| AppSlowdown {
             name: r.name.clone(),
-            solo_s: s.local_s,
-            slowdown_pct: 100.0 * ((r.completion_s - spec.start_s.max(0.0)) / s.local_s - 1.0),
+            solo_s: s.reference_s,
+            slowdown_pct: 100.0 * ((r.completion_s - spec.start_s.max(0.0)) / s.reference_s - 1.0),
             range_pct: None,
         })
         .collect();
     let average_pct = mean(apps.iter().map(|a| a.slowdown_pct));
     Multiprogram {
         placements: 1,
+        solo: solo.reference,
         apps,
         average_pct,
         average_range_pct: None,
@@ -319,6 +354,7 @@ pub fn average(parts: &[Multiprogram]) -> Option<Multiprogram> {
     let averages = parts.iter().map(|p| p.average_pct);
     Some(Multiprogram {
         placements: parts.len(),
+        solo: first.solo,
         apps,
         average_pct: mean(averages.clone()),
         average_range_pct: Some(range(averages)),

@@ -141,11 +141,25 @@ pub struct AppSlowdown {
     pub range_pct: Option<[f64; 2]>,
 }
 
+/// Where a program runs alone for the time its slowdown is measured against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SoloNode {
+    /// On its home node, its memory there: [Majo11 §4.1]'s solo run.
+    Home,
+    /// On the machine's first fast CPU node, its memory there: on a machine with slow nodes,
+    /// [Gaud10 Figure 5] compares each application "to the performance of this application
+    /// when run on a fast processor".
+    Fast,
+}
+
 /// The slowdowns of a multiprogrammed run (`multiprogram` in `sim --json`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Multiprogram {
     /// Placements averaged: the `default` baseline's splits, 1 for any other policy.
     pub placements: usize,
+    /// Where each program ran alone for the reference time.
+    pub solo: SoloNode,
     pub apps: Vec<AppSlowdown>,
     /// The mean of the programs' slowdowns (percent), the workload's as [Majo11 §4.1] reports
     /// it.

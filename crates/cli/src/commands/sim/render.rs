@@ -2,7 +2,7 @@
 //! slowdowns of several programs and the policies' notes.
 
 use crate::format;
-use rondpoint_sim::experiment::RunResult;
+use rondpoint_sim::experiment::{RunResult, SoloNode};
 use rondpoint_sim::experiment::summary::Summary;
 
 /// Each application's completion time over the seeds: mean, standard deviation, extremes.
@@ -227,15 +227,24 @@ fn render_slowdowns(results: &[RunResult]) -> String {
     header.push("average");
     let mut right = vec![false, false];
     right.extend(std::iter::repeat_n(true, names.len() + 1));
-    out.push_str(
-        "\nslowdown of each program over its solo run (the paper's way, [Majo11 §4.1]):\n\n",
-    );
+    let fast = runs.iter().any(|(_, m)| m.solo == SoloNode::Fast);
+    let (paper, solo) = if fast {
+        (
+            "[Gaud10 Figure 5]",
+            "the program alone on the first fast node, its memory there (the machine has slow \
+             nodes)",
+        )
+    } else {
+        ("[Majo11 §4.1]", "the program alone on its home node")
+    };
+    out.push_str(&format!(
+        "\nslowdown of each program over its solo run (the paper's way, {paper}):\n\n"
+    ));
     out.push_str(&format::table(&header, &right, rows));
-    out.push_str(
-        "\n\nsolo run: the program alone on its home node; average: over the programs; \
-         (lo..hi): range over the placements a policy stands for (default: every CPU-balanced \
-         split).\n",
-    );
+    out.push_str(&format!(
+        "\n\nsolo run: {solo}; average: over the programs; (lo..hi): range over the placements \
+         a policy stands for (default: every CPU-balanced split).\n"
+    ));
     out
 }
 
