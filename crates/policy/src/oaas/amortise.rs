@@ -13,7 +13,8 @@
 //! - Cost: the pages of each moved application not on its new node (in 4 KiB pages), times
 //!   `migrate_page_us` of CPU time, shared by the application's threads: each thread is delayed
 //!   by its share (ours; the simulator charges a migration so); none for `oaas-nopm`, which
-//!   moves no pages.
+//!   moves no pages. A move that costs nothing has nothing to amortise: the threshold alone
+//!   decides it, as before.
 
 use rondpoint_model::{NodeId, Pid, ProcessInfo, Topology};
 use std::collections::BTreeMap;
@@ -95,9 +96,10 @@ impl Balance {
         }
     }
 
-    /// Whether the move pays for itself: its gain exceeds its cost.
+    /// Whether the move pays for itself: its gain exceeds its cost, or it costs nothing
+    /// (`oaas-nopm`, or `migrate_page_us = 0`: nothing to amortise, the threshold decides).
     pub(super) fn pays(&self) -> bool {
-        self.gain_s > self.cost_s
+        self.cost_s <= 0.0 || self.gain_s > self.cost_s
     }
 }
 
@@ -134,6 +136,12 @@ mod tests {
         };
         assert!(Balance::of(&early, None, 5.0).pays());
         assert!(Balance::of(&b, None, 0.0).pays());
+        let over = Side {
+            remaining_s: 0.0,
+            ..b
+        };
+        assert!(!Balance::of(&over, None, 5.0).pays());
+        assert!(Balance::of(&over, None, 0.0).pays());
         // A's loss counts against B's gain.
         let a = Side {
             gap_pct: 10.0,

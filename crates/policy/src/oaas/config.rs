@@ -51,9 +51,9 @@ pub struct OaasConfig {
     /// threads (ours: each thread is delayed by its share, as the simulator charges it).
     /// Default 5: the order of magnitude of Linux's per-page migration cost (move_pages and
     /// migrate_pages move about 200k pages/s on one core), the simulator's default
-    /// `costs.migrate_page_us`. [Gaud10 §5.3] gives no per-page cost. 0 counts moves as free
-    /// (any move whose predicted gain passes `min_gain_points` is made while the runs have
-    /// time left).
+    /// `costs.migrate_page_us`. [Gaud10 §5.3] gives no per-page cost. 0 counts moves as free,
+    /// with nothing to amortise: any move whose predicted gain passes `min_gain_points` is
+    /// made (the rule before the amortisation test, and `oaas-nopm`'s, which moves no pages).
     pub migrate_page_us: f64,
     /// The MAPI-to-gap curve: `"builtin"` for the curve rondpoint ships for a machine of this
     /// shape (node count, fast and slow nodes; `rondpoint calibrate` made them on the
