@@ -665,3 +665,72 @@ fn oaas_s5_1_a_late_move_that_does_not_pay_is_not_made() {
     }
     assert!(earlier > 0);
 }
+
+/// Why our OAAS never swaps canneal and ferret, which [Gaud10 §5.3]'s did: the prediction is
+/// exact where it can be, and the model's numbers leave less than the 5-point threshold.
+/// - The MAPI OAAS sees in the group is the one measured alone (each node has its own LLC).
+/// - Their measured gaps (Table 2, ours) are 14.0% and 9.3%: under 5 points apart even for a
+///   perfect predictor (the paper's are 15% and 10%, 5 points at the rounding).
+/// - The curve is concave where they are: the microbenchmark's gap is about
+///   m (L_slow - L_fast) / (c + m L_fast) for its CPU work's c cycles per instruction, so the
+///   MAPI ratio of 1.59 becomes a gap ratio of 1.32. Whatever c (1 to 5 cycles; at 5 the curve
+///   is still 4 points under its plateau at MAPI 0.1, nearer Figure 3's late rise), the curve
+///   puts them under 4 points apart: a curve rising later predicts smaller gaps for both, not
+///   a larger difference.
+#[test]
+fn oaas_s5_3_canneal_and_ferret_are_never_predicted_5_points_apart() {
+    let rows = table2();
+    let (canneal, ferret) = (rows["canneal"], rows["ferret"]);
+    println!(
+        "s5.3 measured gaps: canneal {:.1}% (MAPI {:.4}), ferret {:.1}% (MAPI {:.4})",
+        canneal.s2, canneal.mapi, ferret.s2, ferret.mapi
+    );
+    assert!(canneal.s2 - ferret.s2 < 5.0);
+    // In the group (M3: canneal on slow node 3, ferret on fast node 1), by pid, which follows
+    // the scenario's order.
+    let mut meter = MapiMeter::default();
+    let engine = EngineConfig {
+        epoch_ns: 300_000_000,
+        ..EngineConfig::default()
+    };
+    let s = group("pg-3");
+    experiment::run(
+        &r905(),
+        &s,
+        &mut meter,
+        &SimConfig::default(),
+        &engine,
+        |_| {},
+    )
+    .unwrap();
+    let mapi: Vec<f64> = meter
+        .counts
+        .values()
+        .map(|&(m, i)| m as f64 / i as f64)
+        .collect();
+    println!(
+        "s5.3 MAPI in PG-3: ferret {:.4}, canneal {:.4}",
+        mapi[1], mapi[3]
+    );
+    assert!((mapi[1] / ferret.mapi - 1.0).abs() < 0.02);
+    assert!((mapi[3] / canneal.mapi - 1.0).abs() < 0.02);
+    for cpu_cpi in [1.0, 1.5, 2.0, 3.0, 5.0] {
+        let config = CalibrationConfig {
+            mapi: vec![0.0, ferret.mapi, canneal.mapi, 0.1, 0.35],
+            cpu_cpi,
+            ..CalibrationConfig::default()
+        };
+        let c = calibrate(&r905(), &config).unwrap();
+        let g: Vec<f64> = c.points.iter().map(|p| p.gap_pct).collect();
+        println!(
+            "s5.3 CPU work at {cpu_cpi} cycles/instruction: ferret {:.1}%, canneal {:.1}% \
+             ({:.1} points apart); 0.1: {:.1}%, 0.35: {:.1}%",
+            g[1],
+            g[2],
+            g[2] - g[1],
+            g[3],
+            g[4]
+        );
+        assert!(g[2] - g[1] < 4.0, "{cpu_cpi}");
+    }
+}
