@@ -2,8 +2,8 @@
 //! slowdowns of several programs and the policies' notes.
 
 use crate::format;
-use rondpoint_sim::experiment::{RunResult, SoloNode};
 use rondpoint_sim::experiment::summary::Summary;
+use rondpoint_sim::experiment::{RunResult, SoloNode};
 
 /// Each application's completion time over the seeds: mean, standard deviation, extremes.
 pub fn render_summary(summaries: &[Summary]) -> String {
