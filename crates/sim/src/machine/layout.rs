@@ -1,8 +1,10 @@
 //! The machine side of the placement bound ([`crate::bound`]): the problem a machine poses
 //! before it runs, and a layout installed in place of first touch, page by page as each
-//! application starts, at no cost (the bound places as if it had known from the start).
+//! application starts (with those that start at the same time, as `alloc` interleaves them),
+//! at no cost (the bound places as if it had known from the start).
 
 use super::SimMachine;
+use super::alloc::Walk;
 use crate::bound::problem::{Group, Layout, Place, Problem, Thread};
 use crate::placement::mask_nodes;
 use std::collections::HashMap;
@@ -115,55 +117,43 @@ impl SimMachine {
             .collect()
     }
 
-    /// Places every page of application `ai` as the installed layout says, in place of its
-    /// allocation policy: each page of a spread group on the node furthest below its share
-    /// of the group's access mass that has room, each page of a replicated group on every
+    /// Places the next page of `w` as the installed layout's `place` for its group says, in
+    /// place of its allocation policy: a page of a spread group on the node furthest below its
+    /// share of the group's access mass that has room, a page of a replicated group on every
     /// node of its mask.
-    pub(super) fn allocate_planned(&mut self, ai: usize) -> bool {
-        let Some(layout) = self.layout.take() else {
-            return false;
-        };
+    pub(super) fn place_planned(&mut self, w: &mut Walk, place: &Place) {
         let n = self.spec.nodes();
-        let keys = self.group_keys();
-        for (g, place) in keys.iter().zip(&layout).filter(|(g, _)| g.0 == ai) {
-            let (_, ri, b) = *g;
-            let region = &self.apps[ai].regions[ri];
-            let (start, end) = region.block_range(b);
-            let bytes = region.page_size.bytes() as f64;
-            let block_mass: f64 = (start..end).map(|p| region.weight(p)).sum();
-            let mut placed = vec![0.0; n];
-            for p in start..end {
-                let w = self.apps[ai].regions[ri].weight(p);
-                let node = match place {
-                    Place::Spread(shares) => {
-                        let gap = |d: usize| {
-                            shares.get(d).copied().unwrap_or(0.0) * block_mass - placed[d]
-                        };
-                        let fullest =
-                            |x: &usize, y: &usize| self.free[*x].total_cmp(&self.free[*y]);
-                        (0..n)
-                            .filter(|&d| self.free[d] >= bytes)
-                            .max_by(|&x, &y| gap(x).total_cmp(&gap(y)))
-                            .or_else(|| (0..n).max_by(fullest))
-                            .unwrap_or(0)
-                    }
-                    Place::Replicated(mask) => mask_nodes(*mask).next().unwrap_or(0),
-                };
-                placed[node] += w;
-                self.free[node] -= bytes;
-                self.apps[ai].regions[ri].place(p, node);
-                if let Place::Replicated(mask) = place {
-                    let added = self.apps[ai].regions[ri].replicate(p, *mask);
-                    for d in added {
-                        self.free[d] -= bytes;
-                    }
-                }
+        let (ai, ri, p) = (w.ai, w.ri, w.p);
+        let region = &self.apps[ai].regions[ri];
+        let (start, end) = region.block_range(region.block_of(p));
+        if p == start {
+            w.placed.iter_mut().for_each(|x| *x = 0.0);
+            w.block_mass = (start..end).map(|q| region.weight(q)).sum();
+        }
+        let bytes = region.page_size.bytes() as f64;
+        let weight = region.weight(p);
+        let node = match place {
+            Place::Spread(shares) => {
+                let gap =
+                    |d: usize| shares.get(d).copied().unwrap_or(0.0) * w.block_mass - w.placed[d];
+                let fullest = |x: &usize, y: &usize| self.free[*x].total_cmp(&self.free[*y]);
+                (0..n)
+                    .filter(|&d| self.free[d] >= bytes)
+                    .max_by(|&x, &y| gap(x).total_cmp(&gap(y)))
+                    .or_else(|| (0..n).max_by(fullest))
+                    .unwrap_or(0)
+            }
+            Place::Replicated(mask) => mask_nodes(*mask).next().unwrap_or(0),
+        };
+        w.placed[node] += weight;
+        self.free[node] -= bytes;
+        self.apps[ai].regions[ri].place(p, node);
+        if let Place::Replicated(mask) = place {
+            let added = self.apps[ai].regions[ri].replicate(p, *mask);
+            for d in added {
+                self.free[d] -= bytes;
             }
         }
-        self.layout = Some(layout);
-        self.apps[ai].allocated = true;
-        self.mark_app_dirty(ai);
-        true
     }
 
     /// Installs `layout` (indexed like the groups of [`Self::problem`]): applications that
@@ -184,12 +174,12 @@ impl SimMachine {
         keys
     }
 
-    /// Allocates every application now, whatever its start time.
+    /// Allocates every application now, whatever its start time: in the order of their
+    /// starts, those that start together together.
     pub(crate) fn allocate_all(&mut self) {
-        for ai in 0..self.apps.len() {
-            if !self.apps[ai].allocated {
-                self.allocate(ai);
-            }
-        }
+        let due = (0..self.apps.len())
+            .filter(|&ai| !self.apps[ai].allocated)
+            .collect();
+        self.allocate_in_start_order(due);
     }
 }

@@ -46,12 +46,14 @@ impl SimMachine {
         self.now_ns += dt;
     }
 
-    /// Allocates the regions of the applications whose start time has come.
+    /// Allocates the regions of the applications whose start time has come: in the order of
+    /// their starts, those that start at the same time together.
     fn start_apps(&mut self) {
-        for ai in 0..self.apps.len() {
-            if !self.apps[ai].allocated && self.apps[ai].start_ns <= self.now_ns {
-                self.allocate(ai);
-            }
+        let due: Vec<usize> = (0..self.apps.len())
+            .filter(|&ai| !self.apps[ai].allocated && self.apps[ai].start_ns <= self.now_ns)
+            .collect();
+        if !due.is_empty() {
+            self.allocate_in_start_order(due);
         }
     }
 
