@@ -171,8 +171,9 @@ impl Auto {
             Placement::NMass => Some("n-mass"),
             Placement::Neither(_) => None,
         };
-        let why = match &chosen {
-            Placement::Neither(why) => why.clone(),
+        let why = match (&chosen, name) {
+            (Placement::Neither(why), _) => why.clone(),
+            (_, Some(name)) => format!("another placement policy applies here ({name})"),
             _ => String::new(),
         };
         self.placement = chosen;
@@ -182,14 +183,7 @@ impl Auto {
                 continue;
             }
             if Some(s.policy.name()) != name {
-                s.out = Some(if name.is_some() {
-                    format!(
-                        "another placement policy applies here ({})",
-                        name.unwrap_or("")
-                    )
-                } else {
-                    why.clone()
-                });
+                s.out = Some(why.clone());
                 continue;
             }
             match s.policy.accepts(topology, processes) {
@@ -209,10 +203,9 @@ impl Auto {
         let mut out = Vec::with_capacity(proposed.len());
         for (a, i) in proposed {
             if self.slots[i].lane == Lane::Placement {
-                let by = if self.slots[i].policy.name() == "oaas" {
-                    PlacedBy::Oaas
-                } else {
-                    PlacedBy::NMass
+                let by = match self.placement {
+                    Placement::Oaas => PlacedBy::Oaas,
+                    _ => PlacedBy::NMass,
                 };
                 self.arbiter.placed(by, std::slice::from_ref(&a));
             }
@@ -257,21 +250,40 @@ impl Auto {
 
     /// Tells each lane what became of its proposals: the backend's outcomes for those carried
     /// out, skipped with the rule for those the arbiter dropped.
+    ///
+    /// Outcomes come in the order the actions were returned, but for those a rate limit
+    /// refused, which the engine reports after the others (and start decisions held until the
+    /// programs run, reported later): so each is looked for from where the last one was
+    /// found, wrapping around, which takes one pass over `pending` per such run of outcomes
+    /// (a search from the start took one per outcome, quadratic in Carrefour's thousands of
+    /// actions an epoch).
     fn route(&mut self, actions: &[Action], outcomes: &[Outcome]) {
         let mut by_slot: Vec<(Vec<Action>, Vec<Outcome>)> =
             (0..self.slots.len()).map(|_| Default::default()).collect();
+        let n = self.pending.len();
+        let mut reported = vec![false; n];
+        let mut cursor = 0;
         for (a, o) in actions.iter().zip(outcomes) {
-            let Some(k) = self.pending.iter().position(|(p, _)| p == a) else {
+            let found = (0..n)
+                .map(|k| (cursor + k) % n)
+                .find(|&k| !reported[k] && self.pending[k].0 == *a);
+            let Some(k) = found else {
                 continue;
             };
-            let (_, i) = self.pending.swap_remove(k);
-            let (acts, outs) = &mut by_slot[i];
+            reported[k] = true;
+            cursor = k + 1;
+            let (acts, outs) = &mut by_slot[self.pending[k].1];
             outs.push(Outcome {
                 action: acts.len(),
                 ..o.clone()
             });
             acts.push(a.clone());
         }
+        let mut k = 0;
+        self.pending.retain(|_| {
+            k += 1;
+            !reported[k - 1]
+        });
         for (a, i, rule) in self.dropped.drain(..) {
             let (acts, outs) = &mut by_slot[i];
             outs.push(Outcome::skipped(acts.len(), a.pages(), rule.describe()));

@@ -265,3 +265,69 @@ fn auto_builds_its_lanes_through_the_registry_and_names_their_tables_in_errors()
     let names: Vec<&str> = a.slots.iter().map(|s| s.policy.name()).collect();
     assert_eq!(names, ["carrefour"]);
 }
+
+/// A lane policy that keeps the outcomes it is told.
+struct Spy(std::rc::Rc<std::cell::RefCell<Vec<(Action, Outcome)>>>);
+
+impl Policy for Spy {
+    fn name(&self) -> &str {
+        "spy"
+    }
+    fn needs(&self) -> Vec<Need> {
+        Vec::new()
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        Vec::new()
+    }
+    fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {
+        for (a, o) in actions.iter().zip(outcomes) {
+            self.0.borrow_mut().push((a.clone(), o.clone()));
+        }
+    }
+}
+
+#[test]
+fn outcomes_reach_the_lane_that_proposed_them_in_any_order() {
+    let mut a = built(AutoConfig {
+        lanes: vec![Lane::Pages],
+        ..AutoConfig::default()
+    });
+    let seen: Vec<_> = (0..2)
+        .map(|_| std::rc::Rc::new(std::cell::RefCell::new(Vec::new())))
+        .collect();
+    a.slots = seen
+        .iter()
+        .map(|s| Slot {
+            lane: Lane::Pages,
+            policy: Box::new(Spy(s.clone())),
+            out: None,
+            notes: Vec::new(),
+            taken: Default::default(),
+        })
+        .collect();
+    let to = |page: u64, node: u16| Action::MigratePages {
+        range: range(10, page),
+        to: NodeId(node),
+    };
+    // Lane 0 proposed pages 1, 2 and 3; lane 1 page 4 and page 1 again (the same action).
+    for (act, slot) in [
+        (to(1, 1), 0),
+        (to(2, 1), 0),
+        (to(3, 1), 0),
+        (to(4, 2), 1),
+        (to(1, 1), 1),
+    ] {
+        a.pending.push((act, slot));
+    }
+    // A rate limit refused pages 2 and 4: reported after the others, as the engine does.
+    let order = [to(1, 1), to(3, 1), to(1, 1), to(2, 1), to(4, 2)];
+    let outcomes: Vec<Outcome> = (0..order.len()).map(Outcome::applied).collect();
+    a.route(&order, &outcomes);
+    let got = |k: usize| -> Vec<Action> { seen[k].borrow().iter().map(|x| x.0.clone()).collect() };
+    assert_eq!(got(0), [to(1, 1), to(3, 1), to(2, 1)]);
+    assert_eq!(got(1), [to(1, 1), to(4, 2)]);
+    // Each lane's outcomes are numbered in its own batch.
+    let numbers: Vec<usize> = seen[0].borrow().iter().map(|x| x.1.action).collect();
+    assert_eq!(numbers, [0, 1, 2]);
+    assert!(a.pending.is_empty());
+}
