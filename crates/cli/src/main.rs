@@ -68,6 +68,12 @@ enum Command {
     /// Run a policy over recorded observations offline and print its decisions: regression
     /// tests, parameter tuning, and bug reports from other machines.
     Replay(commands::record::ReplayArgs),
+    /// Print a recording's explanation trail: for every action, who decided it (the policy,
+    /// or the lane of `auto`), on what evidence, and what it expected to gain.
+    ///
+    /// With --policy, replays that policy over the recorded observations and explains its
+    /// decisions instead.
+    Explain(commands::explain::ExplainArgs),
     /// Launch a program and manage its memory placement while it runs; report at the end.
     ///
     /// The program's threads and children are managed; its exit status becomes rondpoint's.
@@ -103,6 +109,7 @@ fn main() -> ExitCode {
         Command::Matrix(args) => commands::matrix::run(&args),
         Command::Record(args) => commands::record::run_record(&args),
         Command::Replay(args) => commands::record::run_replay(&args),
+        Command::Explain(args) => commands::explain::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Daemon(args) => commands::daemon::run(&args),
         Command::Migrate(args) => commands::migrate::run(&args),

@@ -18,8 +18,8 @@ pub use clock::{Clock, Poll, VirtualClock, WallClock};
 pub use rate::RateLimits;
 
 use rondpoint_model::{
-    Action, Capabilities, Observation, Outcome, OutcomeStatus, ProcessInfo, Sample,
-    SamplingRequest, Topology, Unmet,
+    Action, Capabilities, Explained, Observation, Outcome, OutcomeStatus, ProcessInfo, Reason,
+    Sample, SamplingRequest, Topology, Unmet,
 };
 use rondpoint_policy_api::Policy;
 use serde::Serialize;
@@ -211,6 +211,19 @@ pub struct TechniqueTotals {
     pub pages_failed_by_reason: BTreeMap<String, u64>,
 }
 
+/// What one policy (or lane of a composed policy) did over a run, and why
+/// ([`Policy::reasons`]): the end report's explanation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReasonTotals {
+    pub actions: u64,
+    /// Actions by technique ([`Action::technique`]).
+    pub by_technique: BTreeMap<String, u64>,
+    /// The evidence of its last action, and the gain it expected.
+    pub last_evidence: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_expected: Option<String>,
+}
+
 /// Accounting of a whole run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Accounting {
@@ -232,9 +245,30 @@ pub struct Accounting {
     /// ([`Machine::start_ready`]): when they were, or why they were not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deferred: Vec<String>,
+    /// The actions by who decided them, with the last evidence each gave.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<String, ReasonTotals>,
 }
 
 impl Accounting {
+    /// Counts `action` under who decided it, with the evidence given (`reason`).
+    fn explain(&mut self, action: &Action, reason: Option<&Reason>) {
+        let Some(r) = reason else {
+            return;
+        };
+        let t = self.reasons.entry(r.by.clone()).or_default();
+        t.actions += 1;
+        *t.by_technique
+            .entry(action.technique().to_string())
+            .or_default() += 1;
+        if t.last_evidence != r.evidence {
+            t.last_evidence.clone_from(&r.evidence);
+        }
+        if t.last_expected != r.expected {
+            t.last_expected.clone_from(&r.expected);
+        }
+    }
+
     fn record(&mut self, action: &Action, outcome: &Outcome) {
         let t = self
             .by_technique
@@ -316,8 +350,10 @@ pub struct EpochReport<'a> {
     pub observation: &'a Observation,
     pub actions: &'a [Action],
     pub outcomes: &'a [Outcome],
-    /// With the first epoch only: the policy's start decisions and their outcomes.
-    pub start: Option<(&'a [Action], &'a [Outcome])>,
+    /// Why each action was taken ([`Policy::reasons`]).
+    pub explained: &'a Explained,
+    /// With the first epoch only: the policy's start decisions, their outcomes and reasons.
+    pub start: Option<(&'a [Action], &'a [Outcome], &'a Explained)>,
 }
 
 /// Runs `policy` on `machine` until every program finishes, the time limit passes or a stop
@@ -343,6 +379,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         mut held,
         done: start,
         outcomes: start_outcomes,
+        explained: start_explained,
     } = start(machine, policy, config, &mut acct)?;
 
     let mut epoch = 0u64;
@@ -376,8 +413,10 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         acct.samples_seen += observation.samples.len() as u64;
         release_held(machine, policy, config, &mut acct, &mut held, epoch)?;
         let wanted = policy.decide(machine.topology(), &observation);
+        let explained = Explained::new(policy.reasons(), wanted.len(), policy.name());
         machine.set_sampling(&policy.sampling());
-        let (actions, outcomes) = carry_out(machine, policy, config, &mut acct, wanted)?;
+        let (actions, outcomes, explained) =
+            carry_out(machine, policy, config, &mut acct, wanted, explained)?;
         acct.epochs += 1;
         on_epoch(&EpochReport {
             epoch,
@@ -385,7 +424,12 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             observation: &observation,
             actions: &actions,
             outcomes: &outcomes,
-            start: (epoch == 0).then_some((start.as_slice(), start_outcomes.as_slice())),
+            explained: &explained,
+            start: (epoch == 0).then_some((
+                start.as_slice(),
+                start_outcomes.as_slice(),
+                &start_explained,
+            )),
         });
         epoch += 1;
         if config.time_limit_ns.is_some_and(|l| until >= l) {
@@ -400,9 +444,12 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
 /// The start decisions: those carried out at the start with their outcomes, and those held
 /// until the programs run.
 struct Started {
-    held: Vec<Action>,
+    /// Held until the programs run, each with its reason.
+    held: Vec<(Action, Reason)>,
     done: Vec<Action>,
     outcomes: Vec<Outcome>,
+    /// Why those carried out were taken.
+    explained: Explained,
 }
 
 /// Carries out the policy's start decisions (all reported skipped in a dry run), but for those
@@ -416,30 +463,40 @@ fn start<M: Machine + ?Sized>(
 ) -> Result<Started, EngineError> {
     let boxed = |e: M::Error| EngineError::Machine(Box::new(e));
     let decided = policy.start(machine.topology(), &machine.processes());
+    let why = Explained::new(policy.reasons(), decided.len(), policy.name());
     let mut held = Vec::new();
-    let (now, outcomes) = if config.dry_run {
+    let (now, outcomes, explained) = if config.dry_run {
         machine.start(&[]).map_err(boxed)?;
         let outcomes = dry_run_outcomes(&decided, "dry run");
-        (decided, outcomes)
+        (decided, outcomes, why)
     } else {
         let mut now = Vec::with_capacity(decided.len());
-        for a in decided {
+        let mut order = Vec::with_capacity(decided.len());
+        for (i, a) in decided.into_iter().enumerate() {
             match machine.start_ready(&a) {
-                Some(ready) => now.push(ready),
-                None => held.push(a),
+                Some(ready) => {
+                    now.push(ready);
+                    order.push(i);
+                }
+                None => {
+                    let why = why.of(i).cloned();
+                    held.push((a, why.unwrap_or_else(|| Reason::new(1, policy.name(), ""))));
+                }
             }
         }
         let outcomes = machine.start(&now).map_err(boxed)?;
-        (now, outcomes)
+        (now, outcomes, why.pick(&order))
     };
-    for (a, o) in now.iter().zip(&outcomes) {
+    for (i, (a, o)) in now.iter().zip(&outcomes).enumerate() {
         acct.record(a, o);
+        acct.explain(a, explained.of(i));
     }
     policy.outcomes(&now, &outcomes);
     Ok(Started {
         held,
         done: now,
         outcomes,
+        explained,
     })
 }
 
@@ -452,27 +509,32 @@ fn carry_out<M: Machine + ?Sized>(
     config: &EngineConfig,
     acct: &mut Accounting,
     wanted: Vec<Action>,
-) -> Result<(Vec<Action>, Vec<Outcome>), EngineError> {
-    let (admitted, refused) = config.limits.admit(wanted);
+    explained: Explained,
+) -> Result<(Vec<Action>, Vec<Outcome>, Explained), EngineError> {
+    let (admitted, refused) = config.limits.admit(&wanted);
+    let explained = explained.pick(&[admitted.as_slice(), refused.as_slice()].concat());
+    let mut slots: Vec<Option<Action>> = wanted.into_iter().map(Some).collect();
+    let mut take = |i: &usize| slots.get_mut(*i).and_then(Option::take);
+    let mut actions: Vec<Action> = admitted.iter().filter_map(&mut take).collect();
+    let refused: Vec<Action> = refused.iter().filter_map(&mut take).collect();
     let mut outcomes = if config.dry_run {
-        dry_run_outcomes(&admitted, "dry run")
+        dry_run_outcomes(&actions, "dry run")
     } else {
         machine
-            .apply(&admitted)
+            .apply(&actions)
             .map_err(|e| EngineError::Machine(Box::new(e)))?
     };
-    for (a, o) in admitted.iter().zip(&outcomes) {
-        acct.record(a, o);
-    }
-    let mut actions = admitted;
     for a in refused {
         let o = Outcome::skipped(actions.len(), a.pages(), "rate limit");
-        acct.record(&a, &o);
         actions.push(a);
         outcomes.push(o);
     }
+    for (i, (a, o)) in actions.iter().zip(&outcomes).enumerate() {
+        acct.record(a, o);
+        acct.explain(a, explained.of(i));
+    }
     policy.outcomes(&actions, &outcomes);
-    Ok((actions, outcomes))
+    Ok((actions, outcomes, explained))
 }
 
 /// Carries out the held start decisions the machine can carry out now, after the observation
@@ -482,13 +544,15 @@ fn release_held<M: Machine + ?Sized>(
     policy: &mut dyn Policy,
     config: &EngineConfig,
     acct: &mut Accounting,
-    held: &mut Vec<Action>,
+    held: &mut Vec<(Action, Reason)>,
     epoch: u64,
 ) -> Result<(), EngineError> {
     let mut ready = Vec::new();
-    held.retain(|a| match machine.start_ready(a) {
+    let mut why = Explained::default();
+    held.retain(|(a, reason)| match machine.start_ready(a) {
         Some(r) => {
             ready.push(r);
+            why.push(reason.clone(), 1);
             false
         }
         None => true,
@@ -497,7 +561,7 @@ fn release_held<M: Machine + ?Sized>(
         return Ok(());
     }
     let what = start_decisions(&ready);
-    carry_out(machine, policy, config, acct, ready)?;
+    carry_out(machine, policy, config, acct, ready, why)?;
     acct.deferred.push(format!(
         "{what} carried out at epoch {epoch}, the first that saw the program running (not \
          possible before it started)"
@@ -506,11 +570,12 @@ fn release_held<M: Machine + ?Sized>(
 }
 
 /// Reports the start decisions still held when the run ends as skipped.
-fn never_released(policy: &mut dyn Policy, acct: &mut Accounting, held: &[Action]) {
+fn never_released(policy: &mut dyn Policy, acct: &mut Accounting, held: &[(Action, Reason)]) {
     if held.is_empty() {
         return;
     }
     let why = "the program was not seen running before the run ended";
+    let held: Vec<Action> = held.iter().map(|(a, _)| a.clone()).collect();
     let outcomes: Vec<Outcome> = held
         .iter()
         .enumerate()
@@ -519,11 +584,11 @@ fn never_released(policy: &mut dyn Policy, acct: &mut Accounting, held: &[Action
     for (a, o) in held.iter().zip(&outcomes) {
         acct.record(a, o);
     }
-    policy.outcomes(held, &outcomes);
+    policy.outcomes(&held, &outcomes);
     acct.deferred.push(format!(
         "{} not carried out: {why} (start decisions that pin or move it wait for its \
          threads)",
-        start_decisions(held)
+        start_decisions(&held)
     ));
 }
 

@@ -26,21 +26,21 @@ fn bytes_of(a: &Action) -> u64 {
 }
 
 impl RateLimits {
-    /// Splits actions into (admitted, refused), keeping order.
-    pub(crate) fn admit(&self, actions: Vec<Action>) -> (Vec<Action>, Vec<Action>) {
+    /// Splits actions into (admitted, refused), by their indices, keeping order.
+    pub(crate) fn admit(&self, actions: &[Action]) -> (Vec<usize>, Vec<usize>) {
         let (mut pages, mut bytes) = (0u64, 0u64);
         let mut admitted = Vec::with_capacity(actions.len());
         let mut refused = Vec::new();
-        for a in actions {
-            let (p, b) = (pages + a.pages(), bytes + bytes_of(&a));
+        for (i, a) in actions.iter().enumerate() {
+            let (p, b) = (pages + a.pages(), bytes + bytes_of(a));
             let over = self.max_pages_per_epoch.is_some_and(|m| p > m)
                 || self.max_bytes_per_epoch.is_some_and(|m| b > m);
             if over {
-                refused.push(a);
+                refused.push(i);
             } else {
                 pages = p;
                 bytes = b;
-                admitted.push(a);
+                admitted.push(i);
             }
         }
         (admitted, refused)

@@ -7,7 +7,9 @@
 //! tuning, and bug reports from users' machines.
 
 use crate::{EpochReport, Policy};
-use rondpoint_model::{Action, Capabilities, Observation, Outcome, ProcessInfo, Topology};
+use rondpoint_model::{
+    Action, Capabilities, Explained, Observation, Outcome, ProcessInfo, Reason, Topology,
+};
 use rondpoint_policy_api::PolicyConfig;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Read, Write};
@@ -57,12 +59,24 @@ pub enum RecordLine {
     Start {
         actions: Vec<Action>,
         outcomes: Vec<Outcome>,
+        /// Why it took them (absent from recordings made before rondpoint kept reasons).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<Reason>,
+        /// For each action, the index of its reason.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        why: Vec<u32>,
     },
     Epoch {
         observation: Observation,
         /// What the recording run's policy did after this observation.
         actions: Vec<Action>,
         outcomes: Vec<Outcome>,
+        /// Why it took them (absent from recordings made before rondpoint kept reasons).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasons: Vec<Reason>,
+        /// For each action, the index of its reason.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        why: Vec<u32>,
     },
 }
 
@@ -124,12 +138,15 @@ impl<W: Write> Recorder<W> {
     /// Appends one epoch.
     pub fn epoch(&mut self, report: &EpochReport<'_>) -> Result<(), RecordError> {
         let first = !std::mem::replace(&mut self.started, true);
-        if let Some((actions, outcomes)) = report.start.filter(|(a, _)| first && !a.is_empty()) {
+        let start = report.start.filter(|(a, _, _)| first && !a.is_empty());
+        if let Some((actions, outcomes, explained)) = start {
             write_line(
                 &mut self.out,
                 &RecordLine::Start {
                     actions: actions.to_vec(),
                     outcomes: outcomes.to_vec(),
+                    reasons: explained.reasons.clone(),
+                    why: explained.why.clone(),
                 },
             )?;
         }
@@ -143,6 +160,8 @@ impl<W: Write> Recorder<W> {
                 observation,
                 actions: report.actions.to_vec(),
                 outcomes: report.outcomes.to_vec(),
+                reasons: report.explained.reasons.clone(),
+                why: report.explained.why.clone(),
             },
         )
     }
@@ -194,11 +213,35 @@ pub struct Recording {
     pub epochs: Vec<RecordedEpoch>,
 }
 
-/// One recorded epoch: the observation, and the recording policy's actions and their outcomes.
-pub type RecordedEpoch = (Observation, Vec<Action>, Vec<Outcome>);
+/// One recorded epoch: the observation, and the recording policy's actions, their outcomes and
+/// why it took them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedEpoch {
+    pub observation: Observation,
+    pub actions: Vec<Action>,
+    pub outcomes: Vec<Outcome>,
+    /// Empty in recordings made before rondpoint kept reasons.
+    pub explained: Explained,
+}
 
-/// A run's start decisions and their outcomes.
-pub type StartDecisions = (Vec<Action>, Vec<Outcome>);
+/// A run's start decisions, their outcomes and why it took them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StartDecisions {
+    pub actions: Vec<Action>,
+    pub outcomes: Vec<Outcome>,
+    pub explained: Explained,
+}
+
+/// The reasons a recording gives, if they fit its `actions` actions (a hand-edited or
+/// truncated line's do not: dropped rather than trusted).
+fn explained(reasons: Vec<Reason>, why: Vec<u32>, actions: usize) -> Explained {
+    let e = Explained { reasons, why };
+    if e.is_consistent(actions) {
+        e
+    } else {
+        Explained::default()
+    }
+}
 
 /// A recording read an epoch at a time: its header at once, then each epoch as the iterator
 /// reaches it, so that memory holds one epoch whatever the recording's length. A line longer
@@ -327,7 +370,16 @@ impl<R: BufRead> Lines<R> {
             return Ok(None);
         }
         match serde_json::from_slice(&buf) {
-            Ok(RecordLine::Start { actions, outcomes }) => Ok(Some((actions, outcomes))),
+            Ok(RecordLine::Start {
+                actions,
+                outcomes,
+                reasons,
+                why,
+            }) => Ok(Some(StartDecisions {
+                explained: explained(reasons, why, actions.len()),
+                actions,
+                outcomes,
+            })),
             Ok(_) => {
                 self.pending = Some(buf);
                 Ok(None)
@@ -354,7 +406,12 @@ impl<R: BufRead> Lines<R> {
             return Ok(None);
         };
         match serde_json::from_slice::<EpochLine>(&buf) {
-            Ok(e) => Ok(Some((e.observation, e.actions, e.outcomes))),
+            Ok(e) => Ok(Some(RecordedEpoch {
+                explained: explained(e.reasons, e.why, e.actions.len()),
+                observation: e.observation,
+                actions: e.actions,
+                outcomes: e.outcomes,
+            })),
             Err(e) => Err(match serde_json::from_slice::<RecordLine>(&buf) {
                 Ok(RecordLine::Header { .. }) => RecordError::Malformed {
                     line: self.line,
@@ -375,6 +432,10 @@ struct EpochLine {
     observation: Observation,
     actions: Vec<Action>,
     outcomes: Vec<Outcome>,
+    #[serde(default)]
+    reasons: Vec<Reason>,
+    #[serde(default)]
+    why: Vec<u32>,
 }
 
 #[derive(Deserialize)]
@@ -408,6 +469,9 @@ pub struct ReplayedEpoch {
     /// refused by its rate limits last). Replaying the recording policy over every sample
     /// gives its decisions again; thinned samples, or another policy, need not.
     pub same_as_recorded: bool,
+    /// Why the replayed policy took them.
+    #[serde(skip_serializing_if = "Explained::is_empty")]
+    pub explained: Explained,
 }
 
 /// Whether two lists hold the same actions, in any order.
@@ -459,10 +523,9 @@ impl<'a> Replayer<'a> {
         let capabilities = header.capabilities.as_ref().unwrap_or(&simulated);
         crate::check_policy(capabilities, topology, processes, policy)?;
         let start = policy.start(topology, processes);
-        let (recorded, outcomes) = header
-            .start
-            .as_ref()
-            .map_or((&[][..], &[][..]), |(a, o)| (a.as_slice(), o.as_slice()));
+        let (recorded, outcomes) = header.start.as_ref().map_or((&[][..], &[][..]), |s| {
+            (s.actions.as_slice(), s.outcomes.as_slice())
+        });
         if same_actions(&start, recorded) {
             policy.outcomes(recorded, outcomes);
         } else {
@@ -474,8 +537,11 @@ impl<'a> Replayer<'a> {
     /// The policy's decisions after one recorded observation. The policy is then told the
     /// recorded outcomes when it decided as the recorded run did, and that nothing was carried
     /// out otherwise.
-    pub fn epoch(&mut self, (obs, recorded, outcomes): &RecordedEpoch) -> ReplayedEpoch {
+    pub fn epoch(&mut self, recorded_epoch: &RecordedEpoch) -> ReplayedEpoch {
+        let obs = &recorded_epoch.observation;
+        let (recorded, outcomes) = (&recorded_epoch.actions, &recorded_epoch.outcomes);
         let actions = self.policy.decide(self.topology, obs);
+        let explained = Explained::new(self.policy.reasons(), actions.len(), self.policy.name());
         let same = same_actions(&actions, recorded);
         if same {
             // What the recorded run's machine did with these very actions.
@@ -489,6 +555,7 @@ impl<'a> Replayer<'a> {
             samples: obs.samples.len(),
             same_as_recorded: same,
             actions,
+            explained,
         }
     }
 }
@@ -532,7 +599,7 @@ mod tests {
     /// Writes a recording of `epochs` empty epochs whose run started with `start`, keeping at
     /// most `max_samples` samples an epoch.
     fn recording(
-        start: Option<(&[Action], &[Outcome])>,
+        start: Option<(&[Action], &[Outcome], &Explained)>,
         epochs: u64,
         max_samples: Option<usize>,
     ) -> Vec<u8> {
@@ -557,6 +624,7 @@ mod tests {
                 observation: &obs,
                 actions: &[],
                 outcomes: &[],
+                explained: &Explained::default(),
             })
             .unwrap();
         }
@@ -571,12 +639,19 @@ mod tests {
             cpus: vec![rondpoint_model::CpuId(0)],
         };
         let applied = [Outcome::applied(0)];
-        let bytes = recording(Some((std::slice::from_ref(&pin), &applied)), 2, None);
+        let why = Explained::new(vec![Reason::new(1, "p", "because")], 1, "p");
+        let bytes = recording(Some((std::slice::from_ref(&pin), &applied, &why)), 2, None);
         let r = read(bytes.as_slice()).unwrap();
-        assert_eq!(r.header.start, Some((vec![pin], vec![Outcome::applied(0)])));
+        let start = StartDecisions {
+            actions: vec![pin],
+            outcomes: vec![Outcome::applied(0)],
+            explained: why,
+        };
+        assert_eq!(r.header.start, Some(start));
         assert_eq!(r.epochs.len(), 2);
         // No start decisions: no start line, and the first epoch read as such.
-        let r = read(recording(Some((&[], &[])), 2, None).as_slice()).unwrap();
+        let none = Explained::default();
+        let r = read(recording(Some((&[], &[], &none)), 2, None).as_slice()).unwrap();
         assert_eq!((r.header.start, r.epochs.len()), (None, 2));
     }
 
@@ -674,6 +749,8 @@ mod tests {
             observation: Observation::default(),
             actions: vec![],
             outcomes: vec![],
+            reasons: vec![],
+            why: vec![],
         };
         let text = format!("{}\n", serde_json::to_string(&epoch).unwrap());
         assert!(matches!(

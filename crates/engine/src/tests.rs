@@ -196,8 +196,8 @@ fn byte_limit_applies_too() {
         max_pages_per_epoch: None,
         max_bytes_per_epoch: Some(2 * 4096),
     };
-    let (a, r) = limits.admit(Mover(3).decide(&Fake::new(1).topo, &Observation::default()));
-    assert_eq!((a.len(), r.len()), (2, 1));
+    let (a, r) = limits.admit(&Mover(3).decide(&Fake::new(1).topo, &Observation::default()));
+    assert_eq!((a, r), (vec![0, 1], vec![2]));
 }
 
 #[test]
@@ -930,4 +930,72 @@ impl Policy for WantsFaultSamples {
     fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
         Vec::new()
     }
+}
+
+/// Migrations of 1, 2 and 1 pages, each with its own reason but for the last, which has none.
+struct Explaining;
+
+impl Policy for Explaining {
+    fn name(&self) -> &str {
+        "explaining"
+    }
+    fn needs(&self) -> Vec<rondpoint_model::Need> {
+        Vec::new()
+    }
+    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
+        [(0, 1), (1, 2), (3, 1)]
+            .into_iter()
+            .map(|(page, count)| Action::MigratePages {
+                range: PageRange::new(Pid(1), page * 4096, count, PageSize::Base4K).unwrap(),
+                to: NodeId(1),
+            })
+            .collect()
+    }
+    fn reasons(&mut self) -> Vec<Reason> {
+        vec![
+            Reason::new(1, "lane a", "big").expecting("much"),
+            Reason::new(1, "lane b", "small"),
+        ]
+    }
+}
+
+#[test]
+fn every_action_keeps_its_reason_through_the_rate_limit_and_into_the_totals() {
+    // A two-page limit admits the first and the third; the second comes back refused, last.
+    let config = EngineConfig {
+        limits: RateLimits {
+            max_pages_per_epoch: Some(2),
+            max_bytes_per_epoch: None,
+        },
+        ..EngineConfig::default()
+    };
+    let mut seen = Vec::new();
+    let acct = run(
+        &mut Fake::new(1),
+        &mut Explaining,
+        &mut VirtualClock::default(),
+        &config,
+        |r| {
+            assert!(r.explained.is_consistent(r.actions.len()));
+            for (i, a) in r.actions.iter().enumerate() {
+                let why = r.explained.of(i).map(|x| x.evidence.clone());
+                seen.push((a.pages(), why, r.outcomes[i].status));
+            }
+        },
+    )
+    .unwrap();
+    let evidence: Vec<Option<&str>> = seen.iter().map(|s| s.1.as_deref()).collect();
+    assert_eq!(
+        evidence,
+        [
+            Some("big"),
+            Some("the policy gave no reason"),
+            Some("small")
+        ]
+    );
+    assert_eq!(seen[2].0, 2);
+    assert_eq!(seen[2].2, OutcomeStatus::Skipped);
+    let a = &acct.reasons["lane a"];
+    assert_eq!((a.actions, a.last_expected.as_deref()), (1, Some("much")));
+    assert_eq!(acct.reasons["explaining"].by_technique["migrate"], 1);
 }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod observation;
 pub mod overflow;
 pub mod page;
+pub mod reason;
 pub mod sample;
 pub mod sampling;
 pub mod synthetic;
@@ -36,6 +37,7 @@ pub use observation::{
 };
 pub use overflow::{NodeRoom, NodeTiers, OverflowSpread};
 pub use page::{PageRange, PageSize};
+pub use reason::{Explained, Reason};
 pub use sample::{AccessKind, Sample, SampleSource};
 pub use sampling::{HintingScan, SamplingRequest};
 pub use topology::{

@@ -1,7 +1,7 @@
 //! The [`Policy`] trait: what every placement policy implements, and what the engine calls.
 
 use rondpoint_model::{
-    Action, Capabilities, Need, Observation, Outcome, ProcessInfo, Sample, SamplingRequest,
+    Action, Capabilities, Need, Observation, Outcome, ProcessInfo, Reason, Sample, SamplingRequest,
     Topology,
 };
 use thiserror::Error;
@@ -76,6 +76,16 @@ pub trait Policy {
 
     /// Decisions at the end of an epoch.
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action>;
+
+    /// Why the policy took the actions of its last [`Policy::start`] or [`Policy::decide`],
+    /// asked once right after each: reasons in the order of those actions, each covering the
+    /// next [`Reason::actions`] of them, with the evidence (figures and the thresholds they
+    /// passed) and the gain the policy expects. Recordings, reports and `rondpoint explain`
+    /// carry them with every action. The default gives none; the engine then says so for
+    /// each action.
+    fn reasons(&mut self) -> Vec<Reason> {
+        Vec::new()
+    }
 
     /// What became of the actions of the start and of each decision, one outcome per action
     /// in the order carried out (those the rate limits refused, and every action of a dry

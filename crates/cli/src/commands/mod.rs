@@ -2,6 +2,7 @@
 
 pub mod calibrate;
 pub mod daemon;
+pub mod explain;
 pub mod list;
 pub mod matrix;
 pub mod migrate;

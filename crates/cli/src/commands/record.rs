@@ -246,7 +246,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
         let epoch = epoch.with_context(reading)?;
         epochs.push(replayer.epoch(&epoch));
         if !args.json {
-            recorded_actions.push(summarise(&epoch.1));
+            recorded_actions.push(summarise(&epoch.actions));
         }
     }
     if args.json {
@@ -305,7 +305,7 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
 /// The longest recording line `replay` parses: a parsed epoch takes about 7 times its text
 /// (measured on a 563 MB line), so an eighth of the memory available now (from
 /// /proc/meminfo), at least 64 MiB; 4 GiB, the largest recording, where that cannot be read.
-fn line_limit() -> u64 {
+pub(crate) fn line_limit() -> u64 {
     let available = rondpoint_safeio::read_system_text(std::path::Path::new("/proc/meminfo"))
         .ok()
         .and_then(|text| {

@@ -239,6 +239,21 @@ fn actions(out: &mut String, actions: &Accounting) {
     for note in &actions.notes {
         stat(out, "", format_args!("policy: {note}"));
     }
+    for (by, t) in &actions.reasons {
+        stat(
+            out,
+            "",
+            format_args!(
+                "why: {by}: {} actions ({}); last on: {}",
+                t.actions,
+                format::tally(&t.by_technique),
+                t.last_evidence
+            ),
+        );
+        if let Some(x) = &t.last_expected {
+            stat(out, "", format_args!("why: {by}: expected: {x}"));
+        }
+    }
     for when in &actions.deferred {
         stat(out, "", format_args!("start: {when}"));
     }

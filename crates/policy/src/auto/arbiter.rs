@@ -54,6 +54,10 @@ impl Rule {
     }
 }
 
+/// The proposals the arbiter kept (as proposed or trimmed), and those it dropped with the
+/// rule, each with its tag.
+pub type Verdict<T> = (Vec<(Action, T)>, Vec<(Action, T, Rule)>);
+
 /// The arbiter's memory: who placed which process, and what each rule dropped.
 #[derive(Clone, Debug, Default)]
 pub struct Arbiter {
@@ -72,25 +76,26 @@ impl Arbiter {
     }
 
     /// The pages lane's proposals that the other lanes' decisions allow, each as proposed or
-    /// with fewer nodes; the others dropped, with the rule that dropped them.
-    pub fn pages(
+    /// with fewer nodes; the others dropped, with the rule that dropped them. Each proposal
+    /// keeps its tag (`T`: where it came from).
+    pub fn pages<T>(
         &mut self,
         topology: &Topology,
         observation: Option<&Observation>,
         min_free_bytes: u64,
-        proposed: Vec<Action>,
-    ) -> (Vec<Action>, Vec<(Action, Rule)>) {
+        proposed: Vec<(Action, T)>,
+    ) -> Verdict<T> {
         let mut free: BTreeMap<NodeId, u64> = observation
             .map(|o| o.memory.iter().map(|m| (m.node, m.free_bytes)).collect())
             .unwrap_or_default();
         let mut kept = Vec::with_capacity(proposed.len());
         let mut dropped = Vec::new();
-        for a in proposed {
+        for (a, tag) in proposed {
             match self.allow(topology, observation, min_free_bytes, &mut free, a) {
-                Ok(a) => kept.push(a),
+                Ok(a) => kept.push((a, tag)),
                 Err((a, rule)) => {
                     *self.dropped.entry(rule).or_default() += 1;
-                    dropped.push((a, rule));
+                    dropped.push((a, tag, rule));
                 }
             }
         }

@@ -30,8 +30,8 @@ pub use detect::Placement;
 use crate::{Policy, PolicyError};
 use arbiter::Arbiter;
 use rondpoint_model::{
-    Action, Capabilities, Need, Observation, Outcome, ProcessInfo, Sample, SamplingRequest,
-    Topology,
+    Action, Capabilities, Explained, Need, Observation, Outcome, ProcessInfo, Reason, Sample,
+    SamplingRequest, Topology,
 };
 use rondpoint_policy_api::{PolicyConfig, Refusal};
 
@@ -65,6 +65,9 @@ pub struct Auto {
     pending: Vec<(Action, usize)>,
     /// Proposals the arbiter dropped, to report to their lane as skipped.
     dropped: Vec<(Action, usize, Rule)>,
+    /// Why the actions of the last start or decision were taken, each lane's reasons under
+    /// the lane's name.
+    explained: Explained,
     notes: Vec<String>,
 }
 
@@ -110,6 +113,7 @@ impl Auto {
             arbiter: Arbiter::default(),
             pending: Vec::new(),
             dropped: Vec::new(),
+            explained: Explained::default(),
             notes,
         })
     }
@@ -189,6 +193,8 @@ impl Auto {
             match s.policy.accepts(topology, processes) {
                 Ok(()) => {
                     let acts = s.policy.start(topology, processes);
+                    let why = lane_reasons(s, acts.len());
+                    self.explained.extend(why);
                     started.extend(acts.into_iter().map(|a| (a, i)));
                 }
                 Err(Refusal(r)) => s.out = Some(r),
@@ -232,17 +238,22 @@ impl Auto {
                     continue;
                 }
                 let proposed = propose(s.policy.as_mut());
+                let why = lane_reasons(s, proposed.len());
                 if lane != Lane::Pages {
+                    self.explained.extend(why);
                     all.extend(proposed.into_iter().map(|a| (a, i)));
                     continue;
                 }
                 let min_free = self.config.min_free_mib.saturating_mul(1 << 20);
-                let (kept, dropped) = self
-                    .arbiter
-                    .pages(topology, observation, min_free, proposed);
-                all.extend(kept.into_iter().map(|a| (a, i)));
+                let indexed = proposed.into_iter().enumerate().map(|(k, a)| (a, k));
+                let (kept, dropped) =
+                    self.arbiter
+                        .pages(topology, observation, min_free, indexed.collect());
+                let order: Vec<usize> = kept.iter().map(|(_, k)| *k).collect();
+                self.explained.extend(why.pick(&order));
+                all.extend(kept.into_iter().map(|(a, _)| (a, i)));
                 self.dropped
-                    .extend(dropped.into_iter().map(|(a, r)| (a, i, r)));
+                    .extend(dropped.into_iter().map(|(a, _, r)| (a, i, r)));
             }
         }
         self.take(all)
@@ -305,6 +316,17 @@ impl std::fmt::Debug for Auto {
             .field("placement", &self.placement)
             .finish_non_exhaustive()
     }
+}
+
+/// The reasons the policy of slot `s` gave for its last `n` actions, each under the lane's
+/// name ("pages lane: carrefour").
+fn lane_reasons(s: &mut Slot, n: usize) -> Explained {
+    let mut why = Explained::new(s.policy.reasons(), n, s.policy.name());
+    let by = format!("{} lane: {}", s.lane.name(), s.policy.name());
+    for r in &mut why.reasons {
+        r.by.clone_from(&by);
+    }
+    why
 }
 
 /// A lane's policy, built through the registry from its sub-table of `[auto]` (the run's seed
@@ -385,6 +407,7 @@ impl Policy for Auto {
     }
 
     fn start(&mut self, topology: &Topology, processes: &[ProcessInfo]) -> Vec<Action> {
+        self.explained = Explained::default();
         let mut actions = self.choose_placement(topology, processes);
         // The placement lane started as it was chosen.
         let others = [Lane::Overflow, Lane::Pages];
@@ -399,6 +422,7 @@ impl Policy for Auto {
     }
 
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
+        self.explained = Explained::default();
         let mut actions = Vec::new();
         if self.placement == Placement::Unknown {
             actions = self.choose_placement(topology, &observation.processes);
@@ -407,6 +431,10 @@ impl Policy for Auto {
             p.decide(topology, observation)
         }));
         actions
+    }
+
+    fn reasons(&mut self) -> Vec<Reason> {
+        std::mem::take(&mut self.explained).runs()
     }
 
     fn outcomes(&mut self, actions: &[Action], outcomes: &[Outcome]) {

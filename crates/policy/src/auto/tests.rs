@@ -142,6 +142,22 @@ fn observation(processes: Vec<ProcessInfo>, free_mib: &[u64]) -> Observation {
     }
 }
 
+/// The arbiter's verdict on untagged proposals.
+fn judge(
+    arb: &mut Arbiter,
+    topology: &Topology,
+    observation: Option<&Observation>,
+    min_free_bytes: u64,
+    proposed: Vec<Action>,
+) -> (Vec<Action>, Vec<(Action, Rule)>) {
+    let tagged = proposed.into_iter().map(|a| (a, ())).collect();
+    let (kept, dropped) = arb.pages(topology, observation, min_free_bytes, tagged);
+    (
+        kept.into_iter().map(|k| k.0).collect(),
+        dropped.into_iter().map(|(a, (), r)| (a, r)).collect(),
+    )
+}
+
 #[test]
 fn pages_lane_gives_way_to_nmass_placements() {
     let mut arb = Arbiter::default();
@@ -164,7 +180,7 @@ fn pages_lane_gives_way_to_nmass_placements() {
             to: NodeId(1),
         },
     ];
-    let (kept, dropped) = arb.pages(&symmetric(&[]), Some(&obs), 0, moves);
+    let (kept, dropped) = judge(&mut arb, &symmetric(&[]), Some(&obs), 0, moves);
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].pid(), Pid(11));
     assert_eq!(dropped[0].1, Rule::NMassPlaced);
@@ -186,7 +202,7 @@ fn pages_lane_keeps_an_oaas_application_s_pages_on_its_nodes() {
         range: range(100, 1),
         to: NodeId(n),
     };
-    let (kept, dropped) = arb.pages(&r905(), Some(&obs), 0, vec![to(1), to(2)]);
+    let (kept, dropped) = judge(&mut arb, &r905(), Some(&obs), 0, vec![to(1), to(2)]);
     assert_eq!(kept, [to(1)]);
     assert_eq!(dropped[0].1, Rule::OaasMoved);
 }
@@ -211,7 +227,8 @@ fn pages_lane_never_fills_a_full_node_nor_a_slower_tier() {
         range: range(10, 3),
         to: NodeId(3),
     };
-    let (kept, dropped) = arb.pages(
+    let (kept, dropped) = judge(
+        &mut arb,
         &topo,
         Some(&obs),
         256 << 20,

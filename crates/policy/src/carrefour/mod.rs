@@ -40,6 +40,7 @@
 
 mod actions;
 mod config;
+mod explain;
 mod global;
 mod interleave;
 mod local;
@@ -60,7 +61,7 @@ use rand_pcg::Pcg64Mcg;
 use replication::Replication;
 use rondpoint_model::metrics::{self as traffic, GlobalMetrics};
 use rondpoint_model::{
-    Action, Capability, Collapse, CounterGroup, Need, Observation, Outcome, Pid, Sample,
+    Action, Capability, Collapse, CounterGroup, Need, Observation, Outcome, Pid, Reason, Sample,
     SamplingRequest, Topology,
 };
 use rules::RuleLists;
@@ -96,6 +97,8 @@ pub struct Carrefour {
     replication: Replication,
     last_global: Option<GlobalMetrics>,
     last_decisions: Vec<AppDecision>,
+    /// Why the last decision's actions were taken (asked once, then cleared).
+    reasons: Vec<Reason>,
     /// The lists of pages under each page-local rule, their room kept from epoch to epoch.
     rules: RuleLists,
     /// The samples of the current epoch counted so far (delivered during it: `ingest`).
@@ -130,6 +133,7 @@ impl Carrefour {
             replication: Replication::default(),
             last_global: None,
             last_decisions: Vec::new(),
+            reasons: Vec::new(),
             rules: RuleLists::default(),
             counted: None,
             unmade: Vec::new(),
@@ -388,7 +392,17 @@ impl Policy for Carrefour {
         self.last_decisions = decisions;
         let actions = actions::merged(moves, replications);
         self.by_process = self.periods(&apps, &actions, estimated);
+        self.reasons = explain::reasons(
+            &self.cfg,
+            self.last_global.as_ref(),
+            &self.last_decisions,
+            &actions,
+        );
         actions
+    }
+
+    fn reasons(&mut self) -> Vec<Reason> {
+        std::mem::take(&mut self.reasons)
     }
 }
 

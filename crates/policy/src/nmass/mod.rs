@@ -26,6 +26,7 @@
 
 mod cfs;
 mod config;
+mod explain;
 mod maxlocal;
 mod plan;
 mod refine;
@@ -49,7 +50,7 @@ pub use view::{Managed, home};
 
 use crate::{Policy, PolicyError};
 use rondpoint_model::{
-    Action, Capability, CpuId, Need, Observation, Outcome, OutcomeStatus, Pid, ProcessInfo,
+    Action, Capability, CpuId, Need, Observation, Outcome, OutcomeStatus, Pid, ProcessInfo, Reason,
     SamplingRequest, Tid, Topology,
 };
 use rondpoint_policy_api::Refusal;
@@ -82,6 +83,8 @@ pub struct NMass {
     /// The multi-threaded processes it has said it leaves alone.
     left_alone: BTreeSet<Pid>,
     notes: Vec<String>,
+    /// Why the last mapping's pins were taken (asked once, then cleared).
+    reasons: Vec<Reason>,
 }
 
 impl NMass {
@@ -114,6 +117,7 @@ impl NMass {
             link_bytes_per_s: None,
             left_alone: BTreeSet::new(),
             notes: Vec::new(),
+            reasons: Vec::new(),
         }
     }
 
@@ -147,17 +151,7 @@ impl NMass {
         managed: &[Managed],
         taken: &BTreeSet<CpuId>,
     ) -> Vec<Option<usize>> {
-        let procs: Vec<Proc> = managed
-            .iter()
-            .map(|m| {
-                let mpki = self.mpki_of(m);
-                Proc {
-                    home: m.home,
-                    np: self.inputs.penalty_of(&m.comm, mpki),
-                    mpki,
-                }
-            })
-            .collect();
+        let procs = self.procs(managed);
         let machine = Processors::of(topology).without(topology, taken);
         let maxlocal = map_maxlocal(&procs, &machine);
         match &self.refine {
@@ -176,6 +170,21 @@ impl NMass {
                 out
             }
         }
+    }
+
+    /// The mapping's view of each managed process: home, remote penalty and MPKI.
+    fn procs(&self, managed: &[Managed]) -> Vec<Proc> {
+        managed
+            .iter()
+            .map(|m| {
+                let mpki = self.mpki_of(m);
+                Proc {
+                    home: m.home,
+                    np: self.inputs.penalty_of(&m.comm, mpki),
+                    mpki,
+                }
+            })
+            .collect()
     }
 
     /// Whether to map again: new or gone processes, or a measured MPKI that moved by more
@@ -205,7 +214,10 @@ impl NMass {
     ) -> Vec<Action> {
         let target = self.mapping(topology, managed, taken);
         self.mapped = managed.iter().map(|m| m.pid).collect();
-        plan::pins(topology, managed, &target, &self.pinned, taken)
+        let pins = plan::pins(topology, managed, &target, &self.pinned, taken);
+        let procs = self.procs(managed);
+        self.reasons = explain::reasons(self.name, topology, managed, &procs, &target, &pins);
+        pins
     }
 
     /// Says once which multi-threaded processes it leaves alone.
@@ -335,5 +347,9 @@ impl Policy for NMass {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+
+    fn reasons(&mut self) -> Vec<Reason> {
+        std::mem::take(&mut self.reasons)
     }
 }

@@ -28,7 +28,7 @@ use rand::seq::SliceRandom;
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
     Action, Capabilities, Capability, CounterGroup, GapCurve, Need, NodeClass, NodeId, Observation,
-    Pid, ProcessInfo, Support, Topology,
+    Pid, ProcessInfo, Reason, Support, Topology,
 };
 use rondpoint_policy_api::Refusal;
 use rondpoint_policy_api::bounds::check_config;
@@ -44,6 +44,9 @@ pub enum MapiSource {
     /// write-backs are not counted the same way).
     LlcMisses,
 }
+
+/// The first move that passed the threshold but did not pay: who, where to, the balance.
+type Unpaid = (Pid, NodeId, Balance);
 
 /// What OAAS last saw of one application.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -82,6 +85,8 @@ pub struct Oaas {
     unpaid_noted: bool,
     last: Vec<AppView>,
     notes: Vec<String>,
+    /// Why the last decision's moves were taken (asked once, then cleared).
+    reasons: Vec<Reason>,
 }
 
 impl Oaas {
@@ -131,6 +136,7 @@ impl Oaas {
             unpaid_noted: false,
             last: Vec::new(),
             notes: Vec::new(),
+            reasons: Vec::new(),
         })
     }
 
@@ -277,7 +283,7 @@ impl Oaas {
         topology: &Topology,
         processes: &[ProcessInfo],
         views: &[AppView],
-    ) -> (Vec<Action>, Option<(Pid, NodeId, Balance)>) {
+    ) -> (Vec<Action>, Vec<Reason>, Option<Unpaid>) {
         let class = |n: NodeId| topology.class(n);
         let mut slow: Vec<&AppView> = views
             .iter()
@@ -297,6 +303,7 @@ impl Oaas {
             .collect();
         fast.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
         let mut actions = Vec::new();
+        let mut reasons = Vec::new();
         let to = |pid, to| Action::MoveApplication {
             pid,
             to,
@@ -329,12 +336,43 @@ impl Oaas {
                 unpaid.get_or_insert((b.pid, a_node, balance));
                 continue;
             }
+            let before = actions.len();
             if let Some(a) = a {
                 actions.push(to(a, b.node));
             }
             actions.push(to(b.pid, a_node));
+            reasons.push(self.swap_reason(actions.len() - before, b, (p_a, a, a_node), &balance));
         }
-        (actions, unpaid)
+        (actions, reasons, unpaid)
+    }
+
+    /// Why B (on a slow node) and A (on fast node `a_node`, or nobody) swap.
+    fn swap_reason(
+        &self,
+        actions: usize,
+        b: &AppView,
+        (p_a, a, a_node): (f64, Option<Pid>, NodeId),
+        balance: &Balance,
+    ) -> Reason {
+        let other = match a {
+            Some(a) => format!("{a} on fast {a_node}, predicted gap {p_a:.1}%"),
+            None => format!("fast {a_node}, empty"),
+        };
+        let evidence = format!(
+            "{} on slow {}: MAPI {:.4}, predicted fast/slow gap {:.1}% by the MAPI-to-gap \
+             curve, against {other}: {:.1} points over min_gain_points {} [Gaud10 §5.1]",
+            b.pid,
+            b.node,
+            b.mapi,
+            b.gap_pct,
+            b.gap_pct - p_a,
+            self.config.min_gain_points
+        );
+        let expected = format!(
+            "{:.3} s saved over what is left of the runs, against {:.3} s to move {} pages",
+            balance.gain_s, balance.cost_s, balance.pages
+        );
+        Reason::new(actions, self.name, evidence).expecting(expected)
     }
 
     /// Counts the period's work of each application judged, for the time left of its run.
@@ -430,14 +468,23 @@ impl Policy for Oaas {
             return Vec::new();
         }
         let mut nodes = cpu_nodes(topology);
-        match self.config.initial_placement {
-            InitialPlacement::None => Vec::new(),
-            InitialPlacement::InOrder => place(processes, &nodes, false),
+        let (actions, how) = match self.config.initial_placement {
+            InitialPlacement::None => (Vec::new(), ""),
+            InitialPlacement::InOrder => (place(processes, &nodes, false), "in order"),
             InitialPlacement::Random => {
                 nodes.shuffle(&mut Pcg64Mcg::seed_from_u64(self.config.seed));
-                place(processes, &nodes, false)
+                (place(processes, &nodes, false), "at random (seeded)")
             }
-        }
+        };
+        let evidence = format!(
+            "initial placement {how}: one application per CPU node before any is measured \
+             [Gaud10 §4]"
+        );
+        self.reasons = vec![
+            Reason::new(actions.len(), self.name, evidence)
+                .expecting("none yet: later decisions move applications by measured MAPI"),
+        ];
+        actions
     }
 
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
@@ -476,7 +523,8 @@ impl Policy for Oaas {
             return Vec::new();
         };
         self.advance(topology, &views);
-        let (actions, unpaid) = self.swaps(topology, &observation.processes, &views);
+        let (actions, reasons, unpaid) = self.swaps(topology, &observation.processes, &views);
+        self.reasons = reasons;
         let now = observation
             .start_ns
             .saturating_add(observation.counters.duration_ns);
@@ -487,6 +535,10 @@ impl Policy for Oaas {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+
+    fn reasons(&mut self) -> Vec<Reason> {
+        std::mem::take(&mut self.reasons)
     }
 
     fn sampling(&self) -> rondpoint_model::SamplingRequest {

@@ -27,6 +27,7 @@
 //! what was asked for, not overflow to place (`user_placed`).
 
 pub mod dm;
+mod explain;
 mod reactive;
 pub mod tiers;
 
@@ -36,7 +37,7 @@ use dm::{DmConfig, Rebalancer};
 use reactive::{Limits, Reactive};
 use rondpoint_model::{
     Action, Capabilities, Capability, MemPolicy, Need, NodeTiers, Observation, OverflowSpread,
-    PolicyMode, ProcessInfo, SamplingRequest, Support, Topology,
+    PolicyMode, ProcessInfo, Reason, SamplingRequest, Support, Topology,
 };
 use rondpoint_policy_api::bounds::{Bounds, FRACTION, MOVE_MIB, PERCENT, ParamBounds};
 use serde::{Deserialize, Serialize};
@@ -247,6 +248,8 @@ pub struct RemotePlacement {
     /// by `configure`): AutoNUMA is then the kernel's alone, and `autonuma` only asks for its
     /// hinting-fault samples (from which a live machine estimates the traffic dm reads).
     kernel_balances: bool,
+    /// Why the last start's or decision's actions were taken (asked once, then cleared).
+    reasons: Vec<Reason>,
 }
 
 /// `hybrid`.
@@ -262,6 +265,7 @@ pub fn hybrid(c: HybridConfig) -> RemotePlacement {
         rebalancer: None,
         autonuma: c.autonuma.then(linux_autonuma),
         kernel_balances: false,
+        reasons: Vec::new(),
     }
 }
 
@@ -278,6 +282,7 @@ pub(crate) fn usage_aware(c: UsageAwareConfig) -> RemotePlacement {
         rebalancer: None,
         autonuma: c.autonuma.then(linux_autonuma),
         kernel_balances: false,
+        reasons: Vec::new(),
     }
 }
 
@@ -289,6 +294,7 @@ pub fn dm(c: DmConfig) -> RemotePlacement {
         rebalancer: Some(Rebalancer::new(c)),
         autonuma: Some(linux_autonuma()),
         kernel_balances: false,
+        reasons: Vec::new(),
     }
 }
 
@@ -305,6 +311,7 @@ pub(crate) fn ua_dm(c: UaDmConfig) -> RemotePlacement {
         rebalancer: Some(Rebalancer::new(c.dm)),
         autonuma: Some(linux_autonuma()),
         kernel_balances: false,
+        reasons: Vec::new(),
     }
 }
 
@@ -378,7 +385,7 @@ impl Policy for RemotePlacement {
         };
         let spread = p.spread;
         let tiers = p.tiers(topology).to_vec();
-        processes
+        let actions: Vec<Action> = processes
             .iter()
             .filter(|x| !user_placed(x))
             .map(|x| Action::SetMemPolicy {
@@ -388,7 +395,14 @@ impl Policy for RemotePlacement {
                     tiers: tiers.clone(),
                 },
             })
-            .collect()
+            .collect();
+        self.reasons = vec![explain::at_allocation(
+            self.name,
+            actions.len(),
+            spread,
+            &tiers,
+        )];
+        actions
     }
 
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
@@ -398,14 +412,18 @@ impl Policy for RemotePlacement {
             Some(a) if !self.kernel_balances => a.decide(topology, observation),
             _ => Vec::new(),
         };
+        let autonuma = actions.len();
+        let mut spread = None;
         if let Some(p) = self.placement.as_mut().filter(|p| !p.at_allocation) {
-            let (spread, limits) = (p.spread, p.limits);
+            let limits = p.limits;
+            spread = Some(p.spread);
             let tiers = p.tiers(topology).to_vec();
             actions.extend(
                 p.reactive
-                    .plan(topology, observation, spread, &tiers, limits),
+                    .plan(topology, observation, p.spread, &tiers, limits),
             );
         }
+        let overflow = actions.len() - autonuma;
         if let Some(r) = &mut self.rebalancer {
             let placement = self.placement.as_ref();
             let bound: Vec<_> = observation
@@ -420,7 +438,13 @@ impl Policy for RemotePlacement {
             };
             actions.extend(r.decide(topology, observation, busy));
         }
+        let counts = (autonuma, overflow, actions.len() - autonuma - overflow);
+        self.reasons = explain::decided(self.name, observation, counts, spread);
         actions
+    }
+
+    fn reasons(&mut self) -> Vec<Reason> {
+        std::mem::take(&mut self.reasons)
     }
 
     fn sampling(&self) -> SamplingRequest {

@@ -176,12 +176,8 @@ pub(crate) fn run_on(
         apps,
         memory,
         multiprogram: None,
-        notes: acct
-            .notes
-            .iter()
-            .cloned()
-            .chain(acct.failure_notes())
-            .collect(),
+        notes: [acct.notes.clone(), acct.failure_notes()].concat(),
+        reasons: acct.reasons,
     })
 }
 
@@ -321,6 +317,7 @@ fn mean_of(runs: &[RunResult]) -> RunResult {
         memory: first.memory.clone(),
         multiprogram: multiprogram::average(&parts),
         notes: first.notes.clone(),
+        reasons: first.reasons.clone(),
     }
 }
 

@@ -7,6 +7,7 @@ use rondpoint_engine::EngineError;
 use rondpoint_model::NodeId;
 use rondpoint_policy_api::PolicyError;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// Why a run failed.
@@ -82,6 +83,10 @@ pub struct RunResult {
     /// What the policy said about itself (a no-op and why, an approximation).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The actions by who decided them (the policy, or a lane of `auto`), with the last
+    /// evidence and expected gain each gave ([`rondpoint_engine::ReasonTotals`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasons: BTreeMap<String, rondpoint_engine::ReasonTotals>,
 }
 
 /// A memory controller's load, averaged over a run.

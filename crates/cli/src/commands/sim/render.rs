@@ -330,6 +330,7 @@ mod tests {
             memory,
             multiprogram: None,
             notes: vec![],
+            reasons: Default::default(),
         };
         let out = render_memory(&r);
         let lines: Vec<&str> = out.lines().collect();

@@ -32,6 +32,7 @@ fn result(machine: &str, workload: &str, policy: &str, completion_s: f64) -> Run
         memory: MemoryReport::new(vec![]),
         multiprogram: None,
         notes: vec![],
+        reasons: Default::default(),
     }
 }
 
