@@ -82,7 +82,7 @@ fn manages_a_pid_publishes_state_and_stops_on_sigterm() {
         lines[0]["source"]
             .as_str()
             .unwrap()
-            .starts_with("live daemon policy=carrefour"),
+            .starts_with("live daemon policy=auto"),
         "{}",
         lines[0]
     );

@@ -25,8 +25,9 @@ use std::sync::Arc;
 /// What `rondpoint run` and `rondpoint daemon` share: the policy, its limits and the machine.
 #[derive(Debug, Args)]
 pub struct LiveOptions {
-    /// The placement policy (`rondpoint list policies`; parameters in docs/policies.md).
-    #[arg(long, short = 'p', default_value = "carrefour")]
+    /// The placement policy (`rondpoint list policies`; parameters in docs/policies.md). The
+    /// default, `auto`, composes Carrefour, usage-aware, N-MASS and OAAS, each where it applies.
+    #[arg(long, short = 'p', default_value = "auto")]
     pub policy: String,
     #[command(flatten)]
     pub policy_options: PolicyOptions,
@@ -219,7 +220,18 @@ impl LiveOptions {
     /// Checks the options and builds the policy and the engine's configuration, and reads the
     /// topology: all that can be wrong is found before any process is touched.
     pub fn prepare(&self) -> Result<Live> {
-        let policy = crate::policies::build(&self.policy, &self.policy_options.config()?)?;
+        let config = self.policy_options.config()?;
+        if self.policy == "auto" {
+            for lane in ["carrefour", "usage-aware", "n-mass", "oaas"] {
+                if config.tables().contains_key(lane) {
+                    noteln!(
+                        "rondpoint: note: [{lane}] is not read by `auto` (the default policy): \
+                         its lane reads [auto.{lane}]; or run --policy {lane}"
+                    );
+                }
+            }
+        }
+        let policy = crate::policies::build(&self.policy, &config)?;
         let topology = crate::options::discover(&self.sysfs_root)?.topology;
         Ok(Live {
             policy,
