@@ -26,6 +26,7 @@
     ("ua", include_str!("../presets/workloads/ua.toml")),
     ("soplex", include_str!("../presets/workloads/soplex.toml")),
     ("mcf", include_str!("../presets/workloads/mcf.toml")),
+    ("mcf-2006", include_str!("../presets/workloads/mcf-2006.toml")),
     ("fotonik3d", include_str!("../presets/workloads/fotonik3d.toml")),
     ("cam4", include_str!("../presets/workloads/cam4.toml")),
     ("liblinear", include_str!("../presets/workloads/liblinear.toml")),
