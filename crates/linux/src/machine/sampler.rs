@@ -24,6 +24,10 @@ pub(super) struct Sampler {
     /// (forked after those opened: events of its own would count every fault twice).
     first_seen: BTreeMap<Pid, u64>,
     sampled_in: BTreeMap<Pid, u64>,
+    /// Descendants that already existed when an ancestor's inherited events opened (listed
+    /// just before): they carry none of those events, however late they are first seen (a
+    /// program's shell forks its children before the first epoch attaches the sampler).
+    predate: BTreeSet<Pid>,
     /// The threads last listed of each process that had threads besides its main one when
     /// its sampler opened. Those threads' events are not inherited, so the threads they
     /// create later carry no event: every thread that appears in such a process gets one of
@@ -90,6 +94,7 @@ impl Sampler {
             fds: BTreeMap::new(),
             first_seen: BTreeMap::new(),
             sampled_in: BTreeMap::new(),
+            predate: BTreeSet::new(),
             threads: BTreeMap::new(),
             round: 0,
             process_attr: sampler_attr(config, cpus, &format, true),
@@ -102,11 +107,13 @@ impl Sampler {
     }
 
     /// Whether `pid` carries the inherited events of its parent: a process first seen after
-    /// its parent was sampled was forked after the parent's inherited events opened (a process
-    /// that existed before is first seen in the same round as its parent, or earlier).
+    /// its parent was sampled, and not listed among the parent's descendants just before its
+    /// events opened, was forked after they opened. (One forked between that listing and the
+    /// opening, a few system calls apart, is taken as inheriting them.)
     fn inherits_from(&self, pid: Pid, parent: Option<Pid>) -> bool {
         let parent_round = parent.and_then(|pp| self.sampled_in.get(&pp).copied());
-        parent_round.is_some_and(|r| self.first_seen.get(&pid).is_some_and(|&f| f > r))
+        !self.predate.contains(&pid)
+            && parent_round.is_some_and(|r| self.first_seen.get(&pid).is_some_and(|&f| f > r))
     }
 
     /// Opens the inherited events of `pid`, one per CPU. The error is why none opened; `None`
@@ -234,6 +241,11 @@ impl<S: Sys> LinuxMachine<S> {
         }
         sampler.first_seen.retain(|p, _| self.managed.contains(p));
         sampler.sampled_in.retain(|p, _| self.managed.contains(p));
+        let proc = &self.proc;
+        let managed = &self.managed;
+        sampler
+            .predate
+            .retain(|p| managed.contains(p) || proc.stat(*p).ok().flatten().is_some());
         // Processes the policy leaves unsampled lose their events; they are opened again
         // when it samples them again. (Every fault is a sample here: a period of its own
         // does not apply.)
@@ -250,8 +262,10 @@ impl<S: Sys> LinuxMachine<S> {
                 sampler.sampled_in.insert(pid, round);
                 continue;
             }
+            // Its descendants so far, forked before its events open: none inherits them.
+            let older = self.proc.descendants(pid).unwrap_or_default();
             match sampler.open_cpus(&mut self.sys, pid, &cpus) {
-                Ok(()) => {}
+                Ok(()) => sampler.predate.extend(older),
                 Err(None) => continue,
                 Err(Some(e)) => {
                     self.signals.sampler_error = Some(match e {

@@ -211,6 +211,34 @@ fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
 }
 
 #[test]
+fn a_process_forked_before_sampling_began_but_seen_after_gets_events_of_its_own() {
+    // A launched shell forks its first program before the first epoch opens the sampler on
+    // the shell: the child is first seen in a later round, yet carries none of the shell's
+    // inherited events, and without events of its own none of its faults would be sampled.
+    let sys = FakeSys::new()
+        .with_process(MEMHOG.0, &[])
+        .with_process(4250, &[])
+        .with_process(5000, &[])
+        .with_process(4270, &[]);
+    let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![MEMHOG]);
+    // Memhog forks 4270 after the selection, before the sampler opens.
+    let p = proc_root.join("4270");
+    std::fs::create_dir_all(p.join("task/4270")).unwrap();
+    let stat = "4270 (child) R 4242 4242 0 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0 0 0 0 0 0 0 0 \
+                0 0 0 0 0 0 0 0 0 3 0 0 0 0 0";
+    std::fs::write(p.join("stat"), stat).unwrap();
+    std::fs::write(p.join("task/4270/stat"), stat).unwrap();
+    std::fs::write(p.join("comm"), "child\n").unwrap();
+    m.set_sampling(&sampling());
+    assert!(!m.managed().contains(&Pid(4270)));
+    m.observe(0).unwrap();
+    assert!(m.managed().contains(&Pid(4270)));
+    m.set_sampling(&sampling());
+    let opened: Vec<i32> = perf_opens(&m).iter().map(|o| o.0).collect();
+    assert!(opened.contains(&4270), "{opened:?}");
+}
+
+#[test]
 fn the_report_counts_the_kernels_own_balancing_over_the_run() {
     let sys = FakeSys::new().with_process(MEMHOG.0, &[]);
     let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![MEMHOG]);
