@@ -72,7 +72,7 @@ kernel_image() {
 
 say "building rondpoint and the workloads"
 (cd "$repo" && cargo build -q --release --locked -p rondpoint -p rondpoint-mgen)
-bin="$repo/target/release"
+bin="${CARGO_TARGET_DIR:-$repo/target}/release"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
