@@ -431,8 +431,8 @@ check_app_moves() {
 # - overflow: usage-aware moves the overflow to node 2, the less used of node 0's near tier
 #   (node 1 holds 200 MiB): at least 75% of the pages off node 0 end on node 2, at most 2% on
 #   the far node 3, as in 10. On 6.1, where move_pages cannot reach pages the scanner marked
-#   (docs/testbed.md), only the 2% is asserted: node 2 held 90-100% of the overflow in 4 of 6
-#   runs, 62% and 41% in the others;
+#   (docs/testbed.md), only the 2% is asserted: node 2 held 90-100% of the overflow in 5 of 9
+#   runs, 9% to 62% in the others;
 # - pages: Carrefour acts (the notes name it as the pages lane), and every page of the shared
 #   buffer that left node 0 was placed by rondpoint (the kernel cannot move them: 4b). How much
 #   it spreads is not asserted: with the kernel's scanner passes on the buffer some 5 s apart
