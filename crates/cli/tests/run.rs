@@ -309,7 +309,7 @@ fn a_live_run_is_recorded_and_replays_offline() {
     assert_eq!(lines[0]["kind"], "header");
     let source = lines[0]["source"].as_str().unwrap();
     assert!(source.starts_with("live run 'sh -c"), "{source}");
-    assert!(source.contains("policy=carrefour kernel="), "{source}");
+    assert!(source.contains("policy=auto kernel="), "{source}");
     // The header lists the launched program (and the children it had by the first epoch's
     // end), and the topology is the fixture's four nodes.
     assert_eq!(
