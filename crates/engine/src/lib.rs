@@ -256,11 +256,22 @@ impl Accounting {
         let Some(r) = reason else {
             return;
         };
-        let t = self.reasons.entry(r.by.clone()).or_default();
+        // Looked up before inserting: thousands of actions an epoch share a few deciders and
+        // techniques, so the names are copied once each, not once per action.
+        if !self.reasons.contains_key(&r.by) {
+            self.reasons.insert(r.by.clone(), ReasonTotals::default());
+        }
+        let Some(t) = self.reasons.get_mut(&r.by) else {
+            return;
+        };
         t.actions += 1;
-        *t.by_technique
-            .entry(action.technique().to_string())
-            .or_default() += 1;
+        let technique = action.technique();
+        match t.by_technique.get_mut(technique) {
+            Some(n) => *n += 1,
+            None => {
+                t.by_technique.insert(technique.to_string(), 1);
+            }
+        }
         if t.last_evidence != r.evidence {
             t.last_evidence.clone_from(&r.evidence);
         }
