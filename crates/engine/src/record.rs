@@ -494,6 +494,8 @@ fn same_actions(a: &[Action], b: &[Action]) -> bool {
 pub struct Replayer<'a> {
     policy: &'a mut dyn Policy,
     topology: &'a Topology,
+    /// Why the policy took its start decisions.
+    pub start_explained: Explained,
 }
 
 impl std::fmt::Debug for Replayer<'_> {
@@ -523,6 +525,7 @@ impl<'a> Replayer<'a> {
         let capabilities = header.capabilities.as_ref().unwrap_or(&simulated);
         crate::check_policy(capabilities, topology, processes, policy)?;
         let start = policy.start(topology, processes);
+        let start_explained = Explained::new(policy.reasons(), start.len(), policy.name());
         let (recorded, outcomes) = header.start.as_ref().map_or((&[][..], &[][..]), |s| {
             (s.actions.as_slice(), s.outcomes.as_slice())
         });
@@ -531,7 +534,14 @@ impl<'a> Replayer<'a> {
         } else {
             policy.outcomes(&start, &crate::dry_run_outcomes(&start, "replay"));
         }
-        Ok((Self { policy, topology }, start))
+        Ok((
+            Self {
+                policy,
+                topology,
+                start_explained,
+            },
+            start,
+        ))
     }
 
     /// The policy's decisions after one recorded observation. The policy is then told the

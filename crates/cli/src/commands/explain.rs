@@ -94,11 +94,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode> {
         Some(p) => {
             let (r, start) = record::Replayer::start(p.as_mut(), &recorded)?;
             if args.epoch.is_none() {
-                let why = Explained::default();
-                // Start decisions of a replayed policy are not explained: it is asked for
-                // reasons only after deciding on an observation.
-                unexplained += start.len();
-                trail.extend(entries(None, &start, &why));
+                trail.extend(entries(None, &start, &r.start_explained));
             }
             Some(r)
         }
