@@ -144,23 +144,22 @@ impl NMass {
     }
 
     /// Algorithm 1: the node of every process (`None` for those beyond the cores), on the
-    /// cores not `taken` by multi-threaded processes.
+    /// cores not `taken` by multi-threaded processes, for the processes as `procs` sees them.
     pub fn mapping(
         &self,
         topology: &Topology,
-        managed: &[Managed],
+        procs: &[Proc],
         taken: &BTreeSet<CpuId>,
     ) -> Vec<Option<usize>> {
-        let procs = self.procs(managed);
         let machine = Processors::of(topology).without(topology, taken);
-        let maxlocal = map_maxlocal(&procs, &machine);
+        let maxlocal = map_maxlocal(procs, &machine);
         match &self.refine {
             Some(r) => {
                 let params = RefineParams {
                     threshold: self.threshold(r),
                     swap_when_full: r.swap_when_full,
                 };
-                refine_mapping(&procs, &machine, &maxlocal, params)
+                refine_mapping(procs, &machine, &maxlocal, params)
             }
             None => {
                 let mut out = vec![None; procs.len()];
@@ -212,10 +211,10 @@ impl NMass {
         managed: &[Managed],
         taken: &BTreeSet<CpuId>,
     ) -> Vec<Action> {
-        let target = self.mapping(topology, managed, taken);
+        let procs = self.procs(managed);
+        let target = self.mapping(topology, &procs, taken);
         self.mapped = managed.iter().map(|m| m.pid).collect();
         let pins = plan::pins(topology, managed, &target, &self.pinned, taken);
-        let procs = self.procs(managed);
         self.reasons = explain::reasons(self.name, topology, managed, &procs, &target, &pins);
         pins
     }
