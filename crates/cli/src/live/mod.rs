@@ -222,7 +222,7 @@ impl LiveOptions {
     pub fn prepare(&self) -> Result<Live> {
         let config = self.policy_options.config()?;
         if self.policy == "auto" {
-            for lane in ["carrefour", "usage-aware", "n-mass", "oaas"] {
+            for lane in rondpoint_policy::auto::LANE_POLICIES {
                 if config.tables().contains_key(lane) {
                     noteln!(
                         "rondpoint: note: [{lane}] is not read by `auto` (the default policy): \

@@ -37,6 +37,10 @@ impl Lane {
     }
 }
 
+/// The policies `auto` builds its lanes from: each reads its parameters from `[auto.NAME]`,
+/// not from its own top-level `[NAME]` table.
+pub const LANE_POLICIES: [&str; 4] = ["carrefour", "usage-aware", "n-mass", "oaas"];
+
 /// `[auto]` parameters. Chosen, not from a paper: no paper composes these systems.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

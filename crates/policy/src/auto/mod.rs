@@ -24,7 +24,7 @@ mod detect;
 mod tests;
 
 pub use arbiter::{PlacedBy, Rule};
-pub use config::{AutoConfig, BOUNDS, Lane};
+pub use config::{AutoConfig, BOUNDS, LANE_POLICIES, Lane};
 pub use detect::Placement;
 
 use crate::{Policy, PolicyError};
