@@ -181,6 +181,17 @@ fn a_process_left_out_of_sampling_loses_its_events_until_it_is_sampled_again() {
     assert_eq!(m.sys().calls_named("perf_close").len(), closed + 16);
 }
 
+/// Memhog (4242) forks 4270: its entry appears under the copy of /proc at `proc_root`.
+fn fork_child(proc_root: &std::path::Path) {
+    let p = proc_root.join("4270");
+    std::fs::create_dir_all(p.join("task/4270")).unwrap();
+    let stat = "4270 (child) R 4242 4242 0 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0 0 0 0 0 0 0 0 \
+                0 0 0 0 0 0 0 0 0 3 0 0 0 0 0";
+    std::fs::write(p.join("stat"), stat).unwrap();
+    std::fs::write(p.join("task/4270/stat"), stat).unwrap();
+    std::fs::write(p.join("comm"), "child\n").unwrap();
+}
+
 #[test]
 fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
     let sys = FakeSys::new()
@@ -196,13 +207,7 @@ fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
     let before = opened(&m);
     assert!(before.contains(&4250) && before.contains(&5000));
     // Memhog forks 4270: it inherits memhog's events, so it gets none of its own.
-    let p = proc_root.join("4270");
-    std::fs::create_dir_all(p.join("task/4270")).unwrap();
-    let stat = "4270 (child) R 4242 4242 0 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0 0 0 0 0 0 0 0 \
-                0 0 0 0 0 0 0 0 0 3 0 0 0 0 0";
-    std::fs::write(p.join("stat"), stat).unwrap();
-    std::fs::write(p.join("task/4270/stat"), stat).unwrap();
-    std::fs::write(p.join("comm"), "child\n").unwrap();
+    fork_child(&proc_root);
     m.observe(0).unwrap();
     assert!(m.managed().contains(&Pid(4270)));
     m.set_sampling(&sampling());
@@ -222,13 +227,7 @@ fn a_process_forked_before_sampling_began_but_seen_after_gets_events_of_its_own(
         .with_process(4270, &[]);
     let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![MEMHOG]);
     // Memhog forks 4270 after the selection, before the sampler opens.
-    let p = proc_root.join("4270");
-    std::fs::create_dir_all(p.join("task/4270")).unwrap();
-    let stat = "4270 (child) R 4242 4242 0 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 9 0 0 0 0 0 0 0 0 0 \
-                0 0 0 0 0 0 0 0 0 3 0 0 0 0 0";
-    std::fs::write(p.join("stat"), stat).unwrap();
-    std::fs::write(p.join("task/4270/stat"), stat).unwrap();
-    std::fs::write(p.join("comm"), "child\n").unwrap();
+    fork_child(&proc_root);
     m.set_sampling(&sampling());
     assert!(!m.managed().contains(&Pid(4270)));
     m.observe(0).unwrap();
