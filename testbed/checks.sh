@@ -449,7 +449,7 @@ check_auto() {
     rm -f /tmp/auto-shared.out /tmp/auto-over.out
     # shellcheck disable=SC2046 # record_args: words, split on purpose
     out=$(rondpoint run $(record_args) --policy auto --epoch-ms 500 --set auto.usage-aware.min_move_mib=8 --set auto.min_free_mib=64 --json -- sh -c \
-        'rondpoint-mgen shared-buffer --bound --mib 8 --secs 28 > /tmp/auto-shared.out & sleep 10; rondpoint-mgen overflow --over-mib 64 --secs 6 > /tmp/auto-over.out; s=$?; wait $!; exit $((s + $?))' 2>/tmp/run.err)
+        'rondpoint-mgen shared-buffer --bound --mib 8 --secs 30 > /tmp/auto-shared.out & sleep 10; rondpoint-mgen overflow --over-mib 64 --secs 10 > /tmp/auto-over.out; s=$?; wait $!; exit $((s + $?))' 2>/tmp/run.err)
     code=$?
     scanner_restore
     kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
@@ -470,7 +470,7 @@ check_auto() {
     line=$(echo "$over" | grep '^mgen placement'); o1=$(away_share "$line" 1); o2=$(away_share "$line" 2); o3=$(away_share "$line" 3)
     # On 6.1, pages NUMA balancing marked are out of move_pages' reach until touched (below).
     least=75; case "$(uname -r)" in 6.1.*) least=0 ;; esac
-    { [ "$o2" -ge "$least" ] && [ "$o3" -le 2 ]; } || why="$why overflow on nodes 1/2/3: $o1/$o2/$o3% ($line);"
+    { [ "$o2" -ge "$least" ] && [ "$o3" -le 2 ]; } || why="$why overflow on nodes 1/2/3: $o1/$o2/$o3% ($(report_sum "$out" move-node-pages pages_done) pages moved; $line);"
     # Pages: Carrefour acts, and placed every page of the shared buffer that left node 0.
     echo "$out" | grep -q '"pages lane: carrefour (decided' || why="$why the pages lane does not act;"
     sline=$(echo "$shared" | grep '^mgen placement')

@@ -20,7 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 cache=${RONDPOINT_TESTBED_CACHE:-$HOME/.cache/rondpoint-testbed}
 kernels=${KERNELS:-"linux-image-cloud-amd64 linux-image-6.12-cloud-amd64"}
-timeout_s=${TESTBED_TIMEOUT:-600}
+timeout_s=${TESTBED_TIMEOUT:-720}
 keep_dir=${KEEP:-}
 keep_which=""
 if [ -n "$keep_dir" ]; then
