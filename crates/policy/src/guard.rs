@@ -233,7 +233,7 @@ impl Guard {
 /// it most) leaves the sum of its threads' rates unchanged and the program slower. Time spent
 /// in sampling interrupts and page moves counts as cycles without instructions. Without cycle
 /// counters, cycles are the epoch's length. `None` for a program none of whose threads ran.
-fn rates(obs: &Observation) -> FxHashMap<Pid, Option<f64>> {
+pub(crate) fn rates(obs: &Observation) -> FxHashMap<Pid, Option<f64>> {
     let per_cycle = !obs.counters.is_missing(CounterGroup::Cycles);
     let ns = obs.counters.duration_ns.max(1);
     let mut threads: FxHashMap<Pid, Vec<(u64, u64)>> = FxHashMap::default();

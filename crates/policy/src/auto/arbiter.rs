@@ -75,6 +75,12 @@ impl Arbiter {
         }
     }
 
+    /// Forgets the placement lane's processes: its placement was undone, and their pages are
+    /// the pages lane's again.
+    pub(crate) fn unplace_all(&mut self) {
+        self.placed.clear();
+    }
+
     /// The pages lane's proposals that the other lanes' decisions allow, each as proposed or
     /// with fewer nodes; the others dropped, with the rule that dropped them. Each proposal
     /// keeps its tag (`T`: where it came from).

@@ -2,6 +2,7 @@
 //! parameters in a sub-table (`[auto.carrefour]`, `[auto.usage-aware]`, `[auto.n-mass]`,
 //! `[auto.oaas]`), read exactly as that policy's own table.
 
+use super::trial::TrialConfig;
 use rondpoint_policy_api::bounds::{Bounds, ParamBounds, SEED};
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +68,9 @@ pub struct AutoConfig {
     /// OAAS's parameters, as `[oaas]`'s (`curve` names a file, read by the caller).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oaas: Option<toml::Table>,
+    /// The placement trial's parameters (`trial.rs`): whether the placement lane's placement
+    /// of threads pays against the operating system's.
+    pub trial: TrialConfig,
 }
 
 impl Default for AutoConfig {
@@ -86,6 +90,7 @@ impl Default for AutoConfig {
                 )])),
             )])),
             oaas: None,
+            trial: TrialConfig::default(),
         }
     }
 }
@@ -95,4 +100,8 @@ impl Default for AutoConfig {
 pub const BOUNDS: &[ParamBounds] = &[
     ("min_free_mib", Bounds::new(0.0, 1_048_576.0, "MiB")),
     ("seed", SEED),
+    ("trial.settle_epochs", Bounds::new(0.0, 1_000.0, "epochs")),
+    ("trial.trial_epochs", Bounds::new(1.0, 1_000.0, "epochs")),
+    ("trial.min_gain", Bounds::new(-1.0, 10.0, "fraction")),
+    ("trial.max_loss", Bounds::new(0.0, 1.0, "fraction")),
 ];

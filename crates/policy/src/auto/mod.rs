@@ -15,25 +15,30 @@
 //! node or a slower tier by the pages lane. A lane whose signals the machine lacks, or that
 //! does not apply to the machine or the programs, is left out with the reason in the notes,
 //! never run on zeros. Each lane keeps its own guards (Carrefour's payoff guard, usage-aware's
-//! move limits).
+//! move limits), and the placement lane's placement of threads is measured against the
+//! operating system's and undone when it does not pay (`trial.rs`).
 
 mod arbiter;
 mod config;
 mod detect;
+mod exchange;
 #[cfg(test)]
 mod tests;
+mod trial;
 
 pub use arbiter::{PlacedBy, Rule};
 pub use config::{AutoConfig, BOUNDS, LANE_POLICIES, Lane};
 pub use detect::Placement;
+pub use trial::{TrialConfig, Verdict as TrialVerdict};
 
 use crate::{Policy, PolicyError};
 use arbiter::Arbiter;
 use rondpoint_model::{
-    Action, Capabilities, Explained, Need, Observation, Outcome, ProcessInfo, Reason, Sample,
-    SamplingRequest, Topology,
+    Action, Capabilities, Explained, Need, Observation, Outcome, OutcomeStatus, ProcessInfo,
+    Reason, Sample, SamplingRequest, Topology,
 };
 use rondpoint_policy_api::{PolicyConfig, Refusal};
+use trial::Trial;
 
 /// One lane's policy and whether it acts.
 struct Slot {
@@ -61,7 +66,10 @@ pub struct Auto {
     slots: Vec<Slot>,
     placement: Placement,
     arbiter: Arbiter,
-    /// Actions returned and not yet reported on, with the slot that proposed each.
+    /// Whether the placement lane's placement pays (`trial.rs`).
+    trial: Trial,
+    /// Actions returned and not yet reported on, with the slot that proposed each
+    /// ([`TRIAL`] for the trial's).
     pending: Vec<(Action, usize)>,
     /// Proposals the arbiter dropped, to report to their lane as skipped.
     dropped: Vec<(Action, usize, Rule)>,
@@ -107,6 +115,7 @@ impl Auto {
             notes.push(format!("{} lane off: not in `lanes`", lane.name()));
         }
         Ok(Self {
+            trial: Trial::new(config.trial.clone()),
             config,
             slots,
             placement: Placement::Unknown,
@@ -193,6 +202,7 @@ impl Auto {
             match s.policy.accepts(topology, processes) {
                 Ok(()) => {
                     let acts = s.policy.start(topology, processes);
+                    self.trial.begin(processes, &acts);
                     let why = lane_reasons(s, acts.len());
                     self.explained.extend(why);
                     started.extend(acts.into_iter().map(|a| (a, i)));
@@ -239,6 +249,9 @@ impl Auto {
                 }
                 let proposed = propose(s.policy.as_mut());
                 let why = lane_reasons(s, proposed.len());
+                if lane == Lane::Placement {
+                    self.trial.placing(&proposed);
+                }
                 if lane != Lane::Pages {
                     self.explained.extend(why);
                     all.extend(proposed.into_iter().map(|a| (a, i)));
@@ -283,6 +296,12 @@ impl Auto {
             };
             reported[k] = true;
             cursor = k + 1;
+            if self.pending[k].1 == TRIAL {
+                let failed = o.status != OutcomeStatus::Applied;
+                self.trial
+                    .outcome(failed.then(|| o.note.clone().unwrap_or_default()));
+                continue;
+            }
             let (acts, outs) = &mut by_slot[self.pending[k].1];
             outs.push(Outcome {
                 action: acts.len(),
@@ -308,6 +327,34 @@ impl Auto {
     }
 }
 
+impl Auto {
+    /// The placement trial's switch for this epoch, if any (its actions pending as the
+    /// trial's); once it undoes the placement, the placement lane stops and its processes are
+    /// no longer its own for the arbiter.
+    fn try_placement(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
+        let undone_before = matches!(self.trial.verdict(), Some(TrialVerdict::Undone(_)));
+        let switch = self.trial.observe(topology, observation);
+        let placing = self
+            .slots
+            .iter_mut()
+            .find(|s| s.lane == Lane::Placement && s.acts());
+        let name = placing.as_ref().map_or("", |s| s.policy.name()).to_string();
+        if let (false, Some(TrialVerdict::Undone(w)), Some(s)) =
+            (undone_before, self.trial.verdict(), placing)
+        {
+            s.out = Some(format!("its placement did not pay, and was undone: {w}"));
+            self.arbiter.unplace_all();
+        }
+        let Some((acts, mut reason)) = switch else {
+            return Vec::new();
+        };
+        reason.by = format!("{} lane: {name} (trial)", Lane::Placement.name());
+        self.explained.push(reason, acts.len());
+        self.pending.extend(acts.iter().map(|a| (a.clone(), TRIAL)));
+        acts
+    }
+}
+
 impl std::fmt::Debug for Auto {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auto")
@@ -317,6 +364,9 @@ impl std::fmt::Debug for Auto {
             .finish_non_exhaustive()
     }
 }
+
+/// The owner, in [`Auto::pending`], of the placement trial's actions.
+const TRIAL: usize = usize::MAX;
 
 /// The reasons the policy of slot `s` gave for its last `n` actions, each under the lane's
 /// name ("pages lane: carrefour").
@@ -427,7 +477,12 @@ impl Policy for Auto {
         if self.placement == Placement::Unknown {
             actions = self.choose_placement(topology, &observation.processes);
         }
-        actions.extend(self.gather(topology, Some(observation), &Lane::ALL, |p| {
+        actions.extend(self.try_placement(topology, observation));
+        let lanes: Vec<Lane> = Lane::ALL
+            .into_iter()
+            .filter(|&l| l != Lane::Placement || !self.trial.holds_lane())
+            .collect();
+        actions.extend(self.gather(topology, Some(observation), &lanes, |p| {
             p.decide(topology, observation)
         }));
         actions
@@ -463,6 +518,7 @@ impl Policy for Auto {
         for lane in Lane::ALL {
             notes.extend(self.lane_notes(lane));
         }
+        notes.extend(self.trial.note());
         for (rule, n) in &self.arbiter.dropped {
             notes.push(format!(
                 "arbiter: {n} pages-lane proposal(s) dropped: {}",
