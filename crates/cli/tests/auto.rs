@@ -64,11 +64,17 @@ fn with_single_threaded_processes_sharing_caches_auto_maps_them_as_nmass_does() 
         auto_follows("nehalem-e5520-2s", &scenario, "n-mass", 0.02);
         assert_trial("nehalem-e5520-2s", &scenario, "kept");
     }
-    // WL9: N-MASS's placement pays most (lbm 23% faster), so the three epochs of the trial
-    // spent where the OS ran the programs cost most: lbm ends 3.1% behind `n-mass`.
-    let scenario = "examples/scenarios/nmass/wl9.toml";
-    auto_follows("nehalem-e5520-2s", scenario, "n-mass", 0.04);
-    assert_trial("nehalem-e5520-2s", scenario, "kept");
+}
+
+#[test]
+fn on_the_nmass_workloads_no_program_is_more_than_4_percent_slower_than_first_touch() {
+    // The placement trial's loss bound, over whole runs in which programs restart and the mix
+    // changes (WL9: kept at the first trial, undone at the second). WL10 is left out: on its
+    // full machine the simulator cannot exchange threads, and the trial has no verdict.
+    for k in [1, 2, 3, 4, 5, 6, 7, 8, 9, 11] {
+        let scenario = format!("examples/scenarios/nmass/wl{k}.toml");
+        auto_follows("nehalem-e5520-2s", &scenario, "first-touch", 0.04);
+    }
 }
 
 #[test]
@@ -94,7 +100,7 @@ fn assert_trial(machine: &str, scenario: &str, verdict: &str) {
         "-p",
         "auto",
     ]);
-    let says = format!("placement trial: {verdict}: ");
+    let says = format!("placement trial: {verdict}, at trial ");
     assert!(out.contains(&says), "{scenario}: {says}\n{out}");
 }
 

@@ -49,6 +49,13 @@ pub struct TrialConfig {
     /// operating system ran it (fraction). Default 0.04: rondpoint's do-no-harm bound, the
     /// Carrefour paper's "never hurts performance by more than 4%" [Dashti13 §1].
     pub max_loss: f64,
+    /// Epochs from a placement kept to the next trial of it, doubled each time it is kept
+    /// again (epochs; 0: one trial, at the start). Programs come and go and their mix
+    /// changes ([Majo11 §4.1] restarts those that finish first): a placement that paid for one
+    /// mix is tried again for the next. Chosen: 8.
+    pub recheck_epochs: u32,
+    /// Longest time between two trials of a placement kept (epochs). Chosen: 64.
+    pub max_recheck_epochs: u32,
 }
 
 impl Default for TrialConfig {
@@ -59,6 +66,8 @@ impl Default for TrialConfig {
             trial_epochs: 2,
             min_gain: 0.0,
             max_loss: 0.04,
+            recheck_epochs: 8,
+            max_recheck_epochs: 64,
         }
     }
 }
@@ -72,6 +81,8 @@ enum Stage {
     Placed { seen: u32 },
     /// The operating system's placement runs again; `seen` epochs of it observed.
     Home { seen: u32 },
+    /// The placement was kept; tried again in `left` epochs.
+    Waiting { left: u32 },
     /// Decided: the verdict's words.
     Done(Verdict),
 }
@@ -112,6 +123,11 @@ pub struct Trial {
     failed: Option<String>,
     /// Why putting the placement back failed, if it did.
     not_back: Option<String>,
+    /// The latest verdict.
+    last: Option<Verdict>,
+    /// Trials made, and the wait before the next once the placement is kept (epochs).
+    made: u32,
+    interval: u32,
 }
 
 impl Trial {
@@ -125,6 +141,9 @@ impl Trial {
             under_placement: BTreeMap::new(),
             failed: None,
             not_back: None,
+            last: None,
+            made: 0,
+            interval: 0,
         }
     }
 
@@ -148,6 +167,7 @@ impl Trial {
             })
             .collect();
         self.stage = Stage::Placed { seen: 0 };
+        self.interval = self.config.recheck_epochs;
         self.placing(actions);
     }
 
@@ -156,7 +176,8 @@ impl Trial {
     /// ends the trial without a verdict. The lane is measured as it acts, placing again or
     /// not.
     pub fn placing(&mut self, actions: &[Action]) {
-        if !matches!(self.stage, Stage::Placed { .. }) || actions.is_empty() {
+        let placing = matches!(self.stage, Stage::Placed { .. } | Stage::Waiting { .. });
+        if !placing || actions.is_empty() {
             return;
         }
         for a in actions {
@@ -166,21 +187,20 @@ impl Trial {
                 }
                 other => {
                     let what = other.technique();
-                    self.stage = Stage::Done(Verdict::Abandoned(format!(
+                    let v = Verdict::Abandoned(format!(
                         "the placement lane took a {what} action, which a trial does not undo"
-                    )));
+                    ));
+                    self.last = Some(v.clone());
+                    self.stage = Stage::Done(v);
                     return;
                 }
             }
         }
     }
 
-    /// The verdict, once there is one.
+    /// The latest verdict, once there is one.
     pub fn verdict(&self) -> Option<&Verdict> {
-        match &self.stage {
-            Stage::Done(v) => Some(v),
-            _ => None,
-        }
+        self.last.as_ref()
     }
 
     /// Whether the placement lane must not act: while the operating system's placement is
@@ -198,15 +218,27 @@ impl Trial {
         topology: &Topology,
         observation: &Observation,
     ) -> Option<(Vec<Action>, Reason)> {
+        self.new_homes(observation);
+        if let Stage::Waiting { left } = self.stage {
+            if left > 1 {
+                self.stage = Stage::Waiting { left: left - 1 };
+                return None;
+            }
+            // Time to try it again: the placement has run long enough to need no settling,
+            // and this epoch is its first measured.
+            self.stage = Stage::Placed {
+                seen: self.config.settle_epochs,
+            };
+        }
         let (seen, home) = match self.stage {
             Stage::Placed { seen } => (seen + 1, false),
             Stage::Home { seen } => (seen + 1, true),
-            Stage::Idle | Stage::Done(_) => return None,
+            Stage::Idle | Stage::Done(_) | Stage::Waiting { .. } => return None,
         };
         if observation.counters.is_missing(CounterGroup::Instructions) {
-            self.stage = Stage::Done(Verdict::Abandoned(
-                "no instruction counters to measure it with".into(),
-            ));
+            let v = Verdict::Abandoned("no instruction counters to measure it with".into());
+            self.last = Some(v.clone());
+            self.stage = Stage::Done(v);
             return None;
         }
         if let Some(why) = self.failed.take() {
@@ -307,12 +339,45 @@ impl Trial {
             Verdict::Undone(w) => format!("placement undone: {w}"),
             Verdict::Abandoned(w) => format!("placement kept without a verdict: {w}"),
         };
-        self.stage = Stage::Done(verdict);
+        self.made += 1;
+        self.stage = match (&verdict, self.config.recheck_epochs) {
+            (Verdict::Kept(_), 1..) => {
+                let left = self.interval.max(1);
+                self.interval = left.saturating_mul(2).min(self.config.max_recheck_epochs);
+                Stage::Waiting { left }
+            }
+            _ => Stage::Done(verdict.clone()),
+        };
+        self.last = Some(verdict);
         if !back {
             return None;
         }
         let acts = self.restore(topology, observation);
         (!acts.is_empty()).then(|| (acts.clone(), Reason::new(acts.len(), "", words)))
+    }
+
+    /// Takes note of where the threads not seen before run: a program that started since
+    /// runs where the operating system put it until the placement lane places it (after
+    /// this observation).
+    fn new_homes(&mut self, observation: &Observation) {
+        if matches!(self.stage, Stage::Idle | Stage::Done(_)) {
+            return;
+        }
+        let known: BTreeSet<(Pid, Tid)> = self.home.iter().map(|h| (h.pid, h.tid)).collect();
+        for p in &observation.processes {
+            for t in p
+                .threads
+                .iter()
+                .filter(|t| !known.contains(&(p.pid, t.tid)))
+            {
+                self.home.push(Home {
+                    pid: p.pid,
+                    tid: t.tid,
+                    cpu: t.cpu,
+                    allowed: t.allowed_cpus.clone(),
+                });
+            }
+        }
     }
 
     /// Takes the placement as it ran when measured (where each placed thread is now) as the
@@ -358,7 +423,7 @@ impl Trial {
         };
         match self.stage {
             Stage::Home { .. } => self.failed = Some(format!("a thread could not go back: {why}")),
-            Stage::Done(_) => self.not_back = Some(why),
+            Stage::Done(_) | Stage::Waiting { .. } => self.not_back = Some(why),
             _ => {}
         }
     }
@@ -366,9 +431,10 @@ impl Trial {
     /// What the notes say of the trial.
     pub fn note(&self) -> Option<String> {
         let v = self.verdict()?;
+        let n = self.made;
         let note = match v {
-            Verdict::Kept(w) => format!("placement trial: kept: {w}"),
-            Verdict::Undone(w) => format!("placement trial: undone: {w}"),
+            Verdict::Kept(w) => format!("placement trial: kept, at trial {n}: {w}"),
+            Verdict::Undone(w) => format!("placement trial: undone, at trial {n}: {w}"),
             Verdict::Abandoned(w) => format!("placement trial: no verdict, kept: {w}"),
         };
         Some(match &self.not_back {

@@ -7,12 +7,12 @@ struct Machine {
     topology: Topology,
     on: BTreeMap<Pid, CpuId>,
     /// Instructions per 10^9 cycles of each program on each CPU.
-    rate: fn(Pid, CpuId) -> u64,
+    rate: fn(Pid, CpuId, u64) -> u64,
     epoch: u64,
 }
 
 impl Machine {
-    fn new(n: i32, rate: fn(Pid, CpuId) -> u64) -> Self {
+    fn new(n: i32, rate: fn(Pid, CpuId, u64) -> u64) -> Self {
         let topology = TopologyBuilder::new(2).cores_per_llc(4).build().unwrap();
         let on = (1..=n).map(|p| (Pid(p), CpuId(p as u32 - 1))).collect();
         Self {
@@ -54,7 +54,7 @@ impl Machine {
             obs.counters.threads.push(ThreadCounters {
                 pid,
                 tid: Tid(pid.0),
-                instructions: (self.rate)(pid, cpu),
+                instructions: (self.rate)(pid, cpu, obs.epoch),
                 cycles: 1_000_000_000,
                 ..ThreadCounters::default()
             });
@@ -97,21 +97,23 @@ fn run(m: &mut Machine, config: TrialConfig, epochs: usize) -> (Trial, Vec<Vec<A
     t.begin(&m.processes(), &start);
     let failed = m.apply(&start);
     assert_eq!(failed, None);
-    let mut log = Vec::new();
-    for _ in 0..epochs {
-        let obs = m.observe();
-        let acts = t
-            .observe(&m.topology, &obs)
-            .map(|(a, _)| a)
-            .unwrap_or_default();
-        t.outcome(m.apply(&acts));
-        log.push(acts);
-    }
+    let log = (0..epochs).map(|_| step(m, &mut t)).collect();
     (t, log)
 }
 
+/// One epoch: the trial observes it, and its switch is carried out.
+fn step(m: &mut Machine, t: &mut Trial) -> Vec<Action> {
+    let obs = m.observe();
+    let acts = t
+        .observe(&m.topology, &obs)
+        .map(|(a, _)| a)
+        .unwrap_or_default();
+    t.outcome(m.apply(&acts));
+    acts
+}
+
 /// Program 1 is 10% faster on node 1 than on node 0; program 2 the same everywhere.
-fn one_faster_on_node1(pid: Pid, cpu: CpuId) -> u64 {
+fn one_faster_on_node1(pid: Pid, cpu: CpuId, _: u64) -> u64 {
     match (pid.0, cpu.0 >= 4) {
         (1, true) => 1_100_000_000,
         _ => 1_000_000_000,
@@ -119,7 +121,7 @@ fn one_faster_on_node1(pid: Pid, cpu: CpuId) -> u64 {
 }
 
 /// Program 1 is 10% slower on node 1.
-fn one_slower_on_node1(pid: Pid, cpu: CpuId) -> u64 {
+fn one_slower_on_node1(pid: Pid, cpu: CpuId, _: u64) -> u64 {
     match (pid.0, cpu.0 >= 4) {
         (1, true) => 900_000_000,
         _ => 1_000_000_000,
@@ -203,15 +205,8 @@ fn a_switch_that_fails_ends_the_trial_without_a_verdict_and_the_placement_stays(
     t.begin(&processes, &placement());
     assert_eq!(m.apply(&placement()), None);
     m.on.insert(Pid(3), CpuId(0));
-    let mut switched = Vec::new();
     for _ in 0..6 {
-        let obs = m.observe();
-        let acts = t
-            .observe(&m.topology, &obs)
-            .map(|(a, _)| a)
-            .unwrap_or_default();
-        t.outcome(m.apply(&acts));
-        switched.push(acts.len());
+        step(&mut m, &mut t);
     }
     let Some(Verdict::Abandoned(why)) = t.verdict() else {
         panic!("{:?}", t.verdict());
@@ -251,4 +246,35 @@ fn a_placement_that_moves_memory_is_not_tried() {
     });
     t.begin(&m.processes(), &placement());
     assert_eq!(t.stage, Stage::Idle);
+}
+
+#[test]
+fn a_placement_kept_is_tried_again_and_undone_once_the_mix_makes_it_a_loss() {
+    // Program 1 is 10% faster on node 1 until epoch 10, 10% slower after (its co-runners
+    // changed).
+    fn rate(pid: Pid, cpu: CpuId, epoch: u64) -> u64 {
+        match epoch {
+            0..10 => one_faster_on_node1(pid, cpu, epoch),
+            _ => one_slower_on_node1(pid, cpu, epoch),
+        }
+    }
+    let mut m = Machine::new(2, rate);
+    let (t, log) = run(&mut m, TrialConfig::default(), 30);
+    let when: Vec<usize> = (0..log.len()).filter(|&e| !log[e].is_empty()).collect();
+    // Kept at the first trial (switches at 2 and 5); from 8 epochs on measured again for 2
+    // (13, 14), sent home, measured there (16, 17 after one to settle): undone, nothing more.
+    assert_eq!(when, vec![2, 5, 14], "{log:?}");
+    let Some(Verdict::Undone(_)) = t.verdict() else {
+        panic!("{:?}", t.verdict());
+    };
+    assert!(t.note().unwrap().contains("at trial 2"), "{:?}", t.note());
+    assert_eq!(m.on[&Pid(1)], CpuId(0));
+    // Without re-checks, the first verdict is the last.
+    let config = TrialConfig {
+        recheck_epochs: 0,
+        ..TrialConfig::default()
+    };
+    let (t, log) = run(&mut Machine::new(2, rate), config, 30);
+    assert_eq!(log.iter().filter(|a| !a.is_empty()).count(), 2);
+    assert!(matches!(t.verdict(), Some(Verdict::Kept(_))));
 }
