@@ -104,4 +104,12 @@ pub const BOUNDS: &[ParamBounds] = &[
     ("trial.trial_epochs", Bounds::new(1.0, 1_000.0, "epochs")),
     ("trial.min_gain", Bounds::new(-1.0, 10.0, "fraction")),
     ("trial.max_loss", Bounds::new(0.0, 1.0, "fraction")),
+    (
+        "trial.recheck_epochs",
+        Bounds::new(0.0, 1_000_000.0, "epochs"),
+    ),
+    (
+        "trial.max_recheck_epochs",
+        Bounds::new(1.0, 1_000_000.0, "epochs"),
+    ),
 ];
