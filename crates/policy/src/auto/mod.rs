@@ -332,16 +332,14 @@ impl Auto {
     /// trial's); once it undoes the placement, the placement lane stops and its processes are
     /// no longer its own for the arbiter.
     fn try_placement(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
-        let undone_before = matches!(self.trial.verdict(), Some(TrialVerdict::Undone(_)));
         let switch = self.trial.observe(topology, observation);
         let placing = self
             .slots
             .iter_mut()
             .find(|s| s.lane == Lane::Placement && s.acts());
         let name = placing.as_ref().map_or("", |s| s.policy.name()).to_string();
-        if let (false, Some(TrialVerdict::Undone(w)), Some(s)) =
-            (undone_before, self.trial.verdict(), placing)
-        {
+        // Undone: the lane stops (once: it then no longer acts).
+        if let (Some(TrialVerdict::Undone(w)), Some(s)) = (self.trial.verdict(), placing) {
             s.out = Some(format!("its placement did not pay, and was undone: {w}"));
             self.arbiter.unplace_all();
         }

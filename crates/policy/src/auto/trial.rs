@@ -83,8 +83,8 @@ enum Stage {
     Home { seen: u32 },
     /// The placement was kept; tried again in `left` epochs.
     Waiting { left: u32 },
-    /// Decided: the verdict's words.
-    Done(Verdict),
+    /// Decided for good: the verdict is the trial's latest.
+    Done,
 }
 
 /// What the trial found.
@@ -96,6 +96,29 @@ pub enum Verdict {
     Undone(String),
     /// No verdict (a switch failed, no program ran in both), and the placement stays.
     Abandoned(String),
+}
+
+impl Verdict {
+    /// What became of the placement.
+    fn what(&self) -> &'static str {
+        match self {
+            Verdict::Kept(_) => "kept",
+            Verdict::Undone(_) => "undone",
+            Verdict::Abandoned(_) => "no verdict, kept",
+        }
+    }
+
+    /// The figures or the reason behind it.
+    fn why(&self) -> &str {
+        match self {
+            Verdict::Kept(w) | Verdict::Undone(w) | Verdict::Abandoned(w) => w,
+        }
+    }
+
+    /// Both, in words.
+    fn words(&self) -> String {
+        format!("{}: {}", self.what(), self.why())
+    }
 }
 
 /// One placed thread: where it ran before the placement, with the CPUs it was allowed then.
@@ -187,11 +210,9 @@ impl Trial {
                 }
                 other => {
                     let what = other.technique();
-                    let v = Verdict::Abandoned(format!(
+                    self.finish(Verdict::Abandoned(format!(
                         "the placement lane took a {what} action, which a trial does not undo"
-                    ));
-                    self.last = Some(v.clone());
-                    self.stage = Stage::Done(v);
+                    )));
                     return;
                 }
             }
@@ -206,10 +227,8 @@ impl Trial {
     /// Whether the placement lane must not act: while the operating system's placement is
     /// measured, and for good once the placement was undone.
     pub(crate) fn holds_lane(&self) -> bool {
-        matches!(
-            self.stage,
-            Stage::Home { .. } | Stage::Done(Verdict::Undone(_))
-        )
+        matches!(self.stage, Stage::Home { .. })
+            || (self.stage == Stage::Done && matches!(self.last, Some(Verdict::Undone(_))))
     }
 
     /// One epoch's observation: the switch to make, if any, with its reason.
@@ -233,17 +252,17 @@ impl Trial {
         let (seen, home) = match self.stage {
             Stage::Placed { seen } => (seen + 1, false),
             Stage::Home { seen } => (seen + 1, true),
-            Stage::Idle | Stage::Done(_) | Stage::Waiting { .. } => return None,
+            Stage::Idle | Stage::Done | Stage::Waiting { .. } => return None,
         };
         if observation.counters.is_missing(CounterGroup::Instructions) {
-            let v = Verdict::Abandoned("no instruction counters to measure it with".into());
-            self.last = Some(v.clone());
-            self.stage = Stage::Done(v);
+            self.finish(Verdict::Abandoned(
+                "no instruction counters to measure it with".into(),
+            ));
             return None;
         }
         if let Some(why) = self.failed.take() {
             // A switch failed: the placement as it was decided, and no verdict.
-            return self.end(topology, observation, Verdict::Abandoned(why), true);
+            return self.end(topology, observation, Verdict::Abandoned(why));
         }
         self.stage = match home {
             true => Stage::Home { seen },
@@ -287,8 +306,7 @@ impl Trial {
             return Some((acts, reason));
         }
         let verdict = self.judge(&means);
-        let back = matches!(verdict, Verdict::Kept(_) | Verdict::Abandoned(_));
-        self.end(topology, observation, verdict, back)
+        self.end(topology, observation, verdict)
     }
 
     /// The verdict from the operating system's rates (`means`) and the placement's.
@@ -326,19 +344,15 @@ impl Trial {
         }
     }
 
-    /// Ends the trial with `verdict`, the placement put back when `back`.
+    /// Ends the trial with `verdict`, the placement put back unless it was undone.
     fn end(
         &mut self,
         topology: &Topology,
         observation: &Observation,
         verdict: Verdict,
-        back: bool,
     ) -> Option<(Vec<Action>, Reason)> {
-        let words = match &verdict {
-            Verdict::Kept(w) => format!("placement kept: {w}"),
-            Verdict::Undone(w) => format!("placement undone: {w}"),
-            Verdict::Abandoned(w) => format!("placement kept without a verdict: {w}"),
-        };
+        let back = !matches!(verdict, Verdict::Undone(_));
+        let words = format!("placement {}", verdict.words());
         self.made += 1;
         self.stage = match (&verdict, self.config.recheck_epochs) {
             (Verdict::Kept(_), 1..) => {
@@ -346,21 +360,28 @@ impl Trial {
                 self.interval = left.saturating_mul(2).min(self.config.max_recheck_epochs);
                 Stage::Waiting { left }
             }
-            _ => Stage::Done(verdict.clone()),
+            _ => Stage::Done,
         };
         self.last = Some(verdict);
         if !back {
             return None;
         }
         let acts = self.restore(topology, observation);
-        (!acts.is_empty()).then(|| (acts.clone(), Reason::new(acts.len(), "", words)))
+        let n = acts.len();
+        (n > 0).then(|| (acts, Reason::new(n, "", words)))
+    }
+
+    /// Ends the trial for good with `verdict`, nothing switched.
+    fn finish(&mut self, verdict: Verdict) {
+        self.last = Some(verdict);
+        self.stage = Stage::Done;
     }
 
     /// Takes note of where the threads not seen before run: a program that started since
     /// runs where the operating system put it until the placement lane places it (after
     /// this observation).
     fn new_homes(&mut self, observation: &Observation) {
-        if matches!(self.stage, Stage::Idle | Stage::Done(_)) {
+        if matches!(self.stage, Stage::Idle | Stage::Done) {
             return;
         }
         let known: BTreeSet<(Pid, Tid)> = self.home.iter().map(|h| (h.pid, h.tid)).collect();
@@ -423,7 +444,7 @@ impl Trial {
         };
         match self.stage {
             Stage::Home { .. } => self.failed = Some(format!("a thread could not go back: {why}")),
-            Stage::Done(_) | Stage::Waiting { .. } => self.not_back = Some(why),
+            Stage::Done | Stage::Waiting { .. } => self.not_back = Some(why),
             _ => {}
         }
     }
@@ -431,11 +452,14 @@ impl Trial {
     /// What the notes say of the trial.
     pub fn note(&self) -> Option<String> {
         let v = self.verdict()?;
-        let n = self.made;
         let note = match v {
-            Verdict::Kept(w) => format!("placement trial: kept, at trial {n}: {w}"),
-            Verdict::Undone(w) => format!("placement trial: undone, at trial {n}: {w}"),
-            Verdict::Abandoned(w) => format!("placement trial: no verdict, kept: {w}"),
+            Verdict::Abandoned(_) => format!("placement trial: {}", v.words()),
+            _ => format!(
+                "placement trial: {}, at trial {}: {}",
+                v.what(),
+                self.made,
+                v.why()
+            ),
         };
         Some(match &self.not_back {
             Some(why) => format!("{note}; a thread could not be put back: {why}"),
