@@ -462,10 +462,7 @@ fn shared(
     let buf = buffer.bytes();
     // Stamps that the readers never write (they write only every 64th byte), checked at the
     // end: pages moved under the readers keep their data.
-    for (i, page) in buf.chunks(PAGE).enumerate() {
-        page[1].store(pattern(i), Ordering::Relaxed);
-        page[PAGE - 1].store(!pattern(i), Ordering::Relaxed);
-    }
+    stamp(buf, 1);
     let (placement, uniform) = std::thread::scope(|s| {
         for node in (0..m.nodes).filter(|&n| !(bound && n == 0)) {
             let cpus = m.cpus_of(node);
@@ -488,15 +485,7 @@ fn shared(
         line("placement buffer", &placement?),
         u8::from(uniform?)
     );
-    let bad = buf
-        .chunks(PAGE)
-        .enumerate()
-        .filter(|(i, page)| {
-            page[1].load(Ordering::Relaxed) != pattern(*i)
-                || page[PAGE - 1].load(Ordering::Relaxed) != !pattern(*i)
-        })
-        .count();
-    print_intact(bad);
+    print_intact(stamps_changed(buf, 1));
     Ok(())
 }
 
@@ -628,20 +617,28 @@ fn overflow(m: Machine, over_mib: usize, secs: f64) -> Result<()> {
     let bytes = node_free_bytes(0)? + (over_mib << 20);
     let buffer = Buffer::new(bytes)?;
     let buf = buffer.bytes();
+    stamp(buf, 0);
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    report_intact(&m, buf, stamps_changed(buf, 0))
+}
+
+/// Stamps each page of `buf`: [`pattern`] at byte `at`, its complement at the last byte.
+fn stamp(buf: &[AtomicU8], at: usize) {
     for (i, page) in buf.chunks(PAGE).enumerate() {
-        page[0].store(pattern(i), Ordering::Relaxed);
+        page[at].store(pattern(i), Ordering::Relaxed);
         page[PAGE - 1].store(!pattern(i), Ordering::Relaxed);
     }
-    std::thread::sleep(Duration::from_secs_f64(secs));
-    let bad = buf
-        .chunks(PAGE)
+}
+
+/// Pages of `buf` whose stamps ([`stamp`]) changed.
+fn stamps_changed(buf: &[AtomicU8], at: usize) -> usize {
+    buf.chunks(PAGE)
         .enumerate()
         .filter(|(i, page)| {
-            page[0].load(Ordering::Relaxed) != pattern(*i)
+            page[at].load(Ordering::Relaxed) != pattern(*i)
                 || page[PAGE - 1].load(Ordering::Relaxed) != !pattern(*i)
         })
-        .count();
-    report_intact(&m, buf, bad)
+        .count()
 }
 
 /// Prints where `buf` is and whether its data is intact ("mgen checksum ok", or how many pages

@@ -182,6 +182,15 @@ fn a_process_left_out_of_sampling_loses_its_events_until_it_is_sampled_again() {
 }
 
 /// Memhog (4242) forks 4270: its entry appears under the copy of /proc at `proc_root`.
+/// Memhog, its children 4250 and 5000 that already ran, and 4270, which `fork_child` forks.
+fn memhog_and_children() -> FakeSys {
+    FakeSys::new()
+        .with_process(MEMHOG.0, &[])
+        .with_process(4250, &[])
+        .with_process(5000, &[])
+        .with_process(4270, &[])
+}
+
 fn fork_child(proc_root: &std::path::Path) {
     let p = proc_root.join("4270");
     std::fs::create_dir_all(p.join("task/4270")).unwrap();
@@ -194,11 +203,7 @@ fn fork_child(proc_root: &std::path::Path) {
 
 #[test]
 fn a_process_forked_after_sampling_began_gets_no_events_of_its_own() {
-    let sys = FakeSys::new()
-        .with_process(MEMHOG.0, &[])
-        .with_process(4250, &[])
-        .with_process(5000, &[])
-        .with_process(4270, &[]);
+    let sys = memhog_and_children();
     let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![MEMHOG]);
     m.set_sampling(&sampling());
     let opened =
@@ -220,11 +225,7 @@ fn a_process_forked_before_sampling_began_but_seen_after_gets_events_of_its_own(
     // A launched shell forks its first program before the first epoch opens the sampler on
     // the shell: the child is first seen in a later round, yet carries none of the shell's
     // inherited events, and without events of its own none of its faults would be sampled.
-    let sys = FakeSys::new()
-        .with_process(MEMHOG.0, &[])
-        .with_process(4250, &[])
-        .with_process(5000, &[])
-        .with_process(4270, &[]);
+    let sys = memhog_and_children();
     let (_dir, proc_root, mut m) = on_proc_copy(sys, vec![MEMHOG]);
     // Memhog forks 4270 after the selection, before the sampler opens.
     fork_child(&proc_root);
