@@ -28,7 +28,7 @@
 
 pub mod dm;
 mod explain;
-mod reactive;
+pub(crate) mod reactive;
 pub mod tiers;
 
 use crate::Policy;
@@ -36,9 +36,10 @@ use crate::autonuma::AutoNuma;
 use dm::{DmConfig, Rebalancer};
 use reactive::{Limits, Reactive};
 use rondpoint_model::{
-    Action, Capabilities, Capability, MemPolicy, Need, NodeTiers, Observation, OverflowSpread,
-    PolicyMode, ProcessInfo, Reason, SamplingRequest, Support, Topology,
+    Action, Capabilities, Capability, MemPolicy, Need, NodeId, NodeTiers, Observation,
+    OverflowSpread, PolicyMode, ProcessInfo, Reason, SamplingRequest, Support, Topology,
 };
+use rondpoint_policy_api::Refusal;
 use rondpoint_policy_api::bounds::{Bounds, FRACTION, MOVE_MIB, PERCENT, ParamBounds};
 use serde::{Deserialize, Serialize};
 use tiers::Grouping;
@@ -98,6 +99,11 @@ pub struct HybridConfig {
     /// placed again (MiB). Default 64: chosen, 0.4% of a 16 GiB node, so that rounding never
     /// moves pages back and forth.
     pub min_move_mib: u64,
+    /// Nodes never given overflow (node ids; default none: every remote node with room).
+    /// `auto`'s overflow trial sets it to the nodes whose programs the placement slowed past
+    /// its bound (docs/policies.md, "auto"); a user may keep overflow off a node kept for a
+    /// latency-bound program.
+    pub avoid_nodes: Vec<NodeId>,
 }
 
 impl Default for HybridConfig {
@@ -108,6 +114,7 @@ impl Default for HybridConfig {
             autonuma: false,
             max_move_mib_per_epoch: 512,
             min_move_mib: 64,
+            avoid_nodes: Vec::new(),
         }
     }
 }
@@ -133,6 +140,8 @@ pub struct UsageAwareConfig {
     pub max_move_mib_per_epoch: u64,
     /// As `[hybrid]`'s.
     pub min_move_mib: u64,
+    /// As `[hybrid]`'s.
+    pub avoid_nodes: Vec<NodeId>,
 }
 
 impl Default for UsageAwareConfig {
@@ -145,6 +154,7 @@ impl Default for UsageAwareConfig {
             autonuma: h.autonuma,
             max_move_mib_per_epoch: h.max_move_mib_per_epoch,
             min_move_mib: h.min_move_mib,
+            avoid_nodes: h.avoid_nodes,
         }
     }
 }
@@ -163,6 +173,8 @@ pub struct UaDmConfig {
     pub max_move_mib_per_epoch: u64,
     /// As `[hybrid]`'s.
     pub min_move_mib: u64,
+    /// As `[hybrid]`'s.
+    pub avoid_nodes: Vec<NodeId>,
     /// The rebalancing's parameters.
     pub dm: DmConfig,
 }
@@ -176,6 +188,7 @@ impl Default for UaDmConfig {
             tiers: u.tiers,
             max_move_mib_per_epoch: u.max_move_mib_per_epoch,
             min_move_mib: u.min_move_mib,
+            avoid_nodes: u.avoid_nodes,
             dm: DmConfig::default(),
         }
     }
@@ -191,12 +204,20 @@ struct Placement {
     at_allocation: bool,
     limits: Limits,
     reactive: Reactive,
-    /// The tiers of every CPU node, built once from the topology.
+    /// Nodes never given overflow.
+    avoid: Vec<NodeId>,
+    /// The tiers of every CPU node, without the nodes avoided, built once from the topology.
     tiers: Option<Vec<NodeTiers>>,
 }
 
 impl Placement {
-    fn new(spread: OverflowSpread, grouping: Grouping, mode: Mode, move_mib: (u64, u64)) -> Self {
+    fn new(
+        spread: OverflowSpread,
+        grouping: Grouping,
+        mode: Mode,
+        move_mib: (u64, u64),
+        avoid: Vec<NodeId>,
+    ) -> Self {
         Self {
             spread,
             grouping,
@@ -207,6 +228,7 @@ impl Placement {
                 min_move_bytes: move_mib.1.saturating_mul(1 << 20),
             },
             reactive: Reactive::default(),
+            avoid,
             tiers: None,
         }
     }
@@ -231,8 +253,32 @@ impl Placement {
     }
 
     fn tiers(&mut self, topology: &Topology) -> &[NodeTiers] {
-        self.tiers
-            .get_or_insert_with(|| tiers::all_tiers(topology, self.grouping))
+        let avoid = &self.avoid;
+        self.tiers.get_or_insert_with(|| {
+            let mut all = tiers::all_tiers(topology, self.grouping);
+            for t in &mut all {
+                for tier in &mut t.tiers {
+                    tier.retain(|id| !avoid.contains(id));
+                }
+                t.tiers.retain(|tier| !tier.is_empty());
+            }
+            all
+        })
+    }
+
+    /// Why the nodes to avoid cannot be, if they cannot: one the machine does not have.
+    fn check_avoid(&self, name: &str, topology: &Topology) -> Result<(), Refusal> {
+        match self
+            .avoid
+            .iter()
+            .find(|id| topology.index_of(**id).is_none())
+        {
+            Some(id) => Err(Refusal(format!(
+                "{name}: avoid_nodes names node {}, which this machine does not have",
+                id.0
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -261,6 +307,7 @@ pub fn hybrid(c: HybridConfig) -> RemotePlacement {
             c.tiers,
             c.mode,
             (c.max_move_mib_per_epoch, c.min_move_mib),
+            c.avoid_nodes,
         )),
         rebalancer: None,
         autonuma: c.autonuma.then(linux_autonuma),
@@ -278,6 +325,7 @@ pub(crate) fn usage_aware(c: UsageAwareConfig) -> RemotePlacement {
             c.tiers,
             c.mode,
             (c.max_move_mib_per_epoch, c.min_move_mib),
+            c.avoid_nodes,
         )),
         rebalancer: None,
         autonuma: c.autonuma.then(linux_autonuma),
@@ -307,6 +355,7 @@ pub(crate) fn ua_dm(c: UaDmConfig) -> RemotePlacement {
             c.tiers,
             c.mode,
             (c.max_move_mib_per_epoch, c.min_move_mib),
+            c.avoid_nodes,
         )),
         rebalancer: Some(Rebalancer::new(c.dm)),
         autonuma: Some(linux_autonuma()),
@@ -363,6 +412,13 @@ impl Policy for RemotePlacement {
             needs.extend(a.needs().into_iter().filter(own));
         }
         needs
+    }
+
+    fn accepts(&mut self, topology: &Topology, _: &[ProcessInfo]) -> Result<(), Refusal> {
+        match &self.placement {
+            Some(p) => p.check_avoid(self.name, topology),
+            None => Ok(()),
+        }
     }
 
     fn configure(&mut self, capabilities: &Capabilities) {

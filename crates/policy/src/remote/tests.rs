@@ -246,3 +246,46 @@ fn configs_round_trip_and_reject_unknown_keys() {
     assert!(toml::from_str::<HybridConfig>("usage = \"free\"").is_err());
     assert!(toml::from_str::<HybridConfig>("tiers = \"random\"").is_err());
 }
+
+#[test]
+fn nodes_to_avoid_get_no_overflow_and_must_exist() {
+    let t = topo();
+    let config = UsageAwareConfig {
+        avoid_nodes: vec![NodeId(2)],
+        ..UsageAwareConfig::default()
+    };
+    // At allocation: node 2 is in no tier.
+    let mut p = usage_aware(config.clone());
+    p.configure(&Capabilities::all());
+    let procs = [process(1, 0, vec![0; 4])];
+    assert_eq!(p.accepts(&t, &procs), Ok(()));
+    let start = p.start(&t, &procs);
+    let [Action::SetMemPolicy { policy, .. }] = &start[..] else {
+        panic!("{start:?}");
+    };
+    let MemPolicy::Overflow { tiers, .. } = policy else {
+        panic!("{policy:?}");
+    };
+    assert_eq!(tiers[0].tiers, vec![vec![NodeId(1), NodeId(3)]]);
+    // After allocation: the overflow the kernel put on node 1 goes to node 3 only.
+    let mut p = usage_aware(config);
+    p.configure(&live());
+    let o = full_nodes(vec![process(1, 0, vec![16 * GIB, 4 * GIB, 0, 0])]);
+    let a = p.decide(&t, &o);
+    assert!(!a.is_empty());
+    for x in &a {
+        let Action::MoveNodePages { to, .. } = x else {
+            panic!("{x:?}");
+        };
+        assert_eq!(to.as_slice(), [NodeId(3)]);
+    }
+    // A node the machine does not have is refused before the run.
+    let mut p = usage_aware(UsageAwareConfig {
+        avoid_nodes: vec![NodeId(7)],
+        ..UsageAwareConfig::default()
+    });
+    let Err(Refusal(why)) = p.accepts(&t, &procs) else {
+        panic!("accepted node 7");
+    };
+    assert!(why.contains("avoid_nodes names node 7"), "{why}");
+}

@@ -18,7 +18,7 @@ use rondpoint_model::{
 use std::collections::BTreeMap;
 
 /// Bytes of a base page: the unit of [`Action::MoveNodePages`].
-const PAGE: u64 = 4096;
+pub(crate) const PAGE: u64 = 4096;
 /// The finest step in which the planner lays out an overflow (one huge page).
 const MIN_CHUNK: u64 = 2 << 20;
 /// The most steps it takes for one process's overflow.
@@ -257,47 +257,59 @@ impl Layout {
         target
     }
 
-    /// Moves `(from, to, bytes)` (dense indices) toward the targets: from the nodes holding
-    /// more than their target to those holding less, largest first, each at least `min_move`
-    /// and in all at most `budget`, in whole base pages.
+    /// Moves `(from, to, bytes)` (dense indices) toward the targets (see [`transfers`]).
     fn moves(
         &self,
         spread: OverflowSpread,
         room: &Room,
         min_move: u64,
-        mut budget: u64,
+        budget: u64,
     ) -> Vec<(usize, usize, u64)> {
         let target = self.targets(spread, room);
-        let gap = |i: usize, over: bool| {
-            let (a, b) = (self.mine[i], target[i]);
-            if over {
-                a.saturating_sub(b)
-            } else {
-                b.saturating_sub(a)
-            }
-        };
-        let mut surplus: Vec<(usize, u64)> = self.away.iter().map(|&i| (i, gap(i, true))).collect();
-        let mut deficit: Vec<(usize, u64)> =
-            self.away.iter().map(|&i| (i, gap(i, false))).collect();
-        surplus.retain(|s| s.1 > 0);
-        deficit.retain(|d| d.1 > 0);
-        surplus.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        deficit.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut out = Vec::new();
-        for (from, mut extra) in surplus {
-            for (to, short) in deficit.iter_mut() {
-                let bytes = extra.min(*short).min(budget) / PAGE * PAGE;
-                if bytes < min_move.max(PAGE) {
-                    continue;
-                }
-                out.push((from, *to, bytes));
-                extra -= bytes;
-                *short -= bytes;
-                budget -= bytes;
-            }
-        }
-        out
+        transfers(&self.mine, &target, &self.away, min_move, budget)
     }
+}
+
+/// Moves `(from, to, bytes)` between the nodes `among` (dense indices) that take memory
+/// `mine` (bytes per node) toward `target`: from the nodes holding more than their target to
+/// those holding less, largest first, each at least `min_move` and in all at most `budget`,
+/// in whole base pages.
+pub(crate) fn transfers(
+    mine: &[u64],
+    target: &[u64],
+    among: &[usize],
+    min_move: u64,
+    mut budget: u64,
+) -> Vec<(usize, usize, u64)> {
+    let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+    let gap = |i: usize, over: bool| {
+        let (a, b) = (at(mine, i), at(target, i));
+        if over {
+            a.saturating_sub(b)
+        } else {
+            b.saturating_sub(a)
+        }
+    };
+    let mut surplus: Vec<(usize, u64)> = among.iter().map(|&i| (i, gap(i, true))).collect();
+    let mut deficit: Vec<(usize, u64)> = among.iter().map(|&i| (i, gap(i, false))).collect();
+    surplus.retain(|s| s.1 > 0);
+    deficit.retain(|d| d.1 > 0);
+    surplus.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    deficit.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = Vec::new();
+    for (from, mut extra) in surplus {
+        for (to, short) in deficit.iter_mut() {
+            let bytes = extra.min(*short).min(budget) / PAGE * PAGE;
+            if bytes < min_move.max(PAGE) {
+                continue;
+            }
+            out.push((from, *to, bytes));
+            extra -= bytes;
+            *short -= bytes;
+            budget -= bytes;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
