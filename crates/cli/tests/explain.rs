@@ -67,11 +67,21 @@ fn check_every_action_explained(recording: &Path) -> Vec<String> {
 fn every_action_of_a_recorded_auto_run_names_its_lane_and_evidence() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        // OAAS's moves and usage-aware's policies on the asymmetric machine.
+        // OAAS's moves on the asymmetric machine.
         (
             "r905-asymmetric",
             "examples/scenarios/oaas/pg-3.toml",
-            ["placement lane: oaas", "overflow lane: usage-aware"].as_slice(),
+            ["placement lane: oaas"].as_slice(),
+        ),
+        // Usage-aware's moves of overflow, and the overflow trial's moves back.
+        (
+            "xeon-6242-4s",
+            "examples/scenarios/choe21-mix1-mg.toml",
+            [
+                "overflow lane: usage-aware",
+                "overflow lane: usage-aware (trial)",
+            ]
+            .as_slice(),
         ),
         // Carrefour's migrations and replications.
         (

@@ -68,8 +68,8 @@ pub struct AutoConfig {
     /// OAAS's parameters, as `[oaas]`'s (`curve` names a file, read by the caller).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oaas: Option<toml::Table>,
-    /// The placement trial's parameters (`trial.rs`): whether the placement lane's placement
-    /// of threads pays against the operating system's.
+    /// The trials' parameters (`trial/`): whether the placement lane's placement of threads, and
+    /// the overflow lane's placement of overflow, pay against what the OS does without them.
     pub trial: TrialConfig,
 }
 
@@ -104,6 +104,7 @@ pub const BOUNDS: &[ParamBounds] = &[
     ("trial.trial_epochs", Bounds::new(1.0, 1_000.0, "epochs")),
     ("trial.min_gain", Bounds::new(-1.0, 10.0, "fraction")),
     ("trial.max_loss", Bounds::new(0.0, 1.0, "fraction")),
+    ("trial.step_gain", Bounds::new(-1.0, 10.0, "fraction")),
     (
         "trial.recheck_epochs",
         Bounds::new(0.0, 1_000_000.0, "epochs"),

@@ -16,7 +16,8 @@
 //! does not apply to the machine or the programs, is left out with the reason in the notes,
 //! never run on zeros. Each lane keeps its own guards (Carrefour's payoff guard, usage-aware's
 //! move limits), and the placement lane's placement of threads is measured against the
-//! operating system's and undone when it does not pay (`trial.rs`).
+//! operating system's, and the overflow lane's placement of overflow against the kernel's
+//! fallback, each undone when it does not pay (`trial/`).
 
 mod arbiter;
 mod config;
@@ -31,14 +32,16 @@ pub use config::{AutoConfig, BOUNDS, LANE_POLICIES, Lane};
 pub use detect::Placement;
 pub use trial::{TrialConfig, Verdict as TrialVerdict};
 
+use crate::remote::{Mode, UsageAwareConfig};
 use crate::{Policy, PolicyError};
 use arbiter::Arbiter;
 use rondpoint_model::{
-    Action, Capabilities, Explained, Need, Observation, Outcome, OutcomeStatus, ProcessInfo,
-    Reason, Sample, SamplingRequest, Topology,
+    Action, Capabilities, Capability, Explained, Need, NodeId, Observation, Outcome, OutcomeStatus,
+    ProcessInfo, Reason, Sample, SamplingRequest, Support, Topology,
 };
 use rondpoint_policy_api::{PolicyConfig, Refusal};
-use trial::Trial;
+use trial::overflow::{MoveLimits, OverflowTrial};
+use trial::placement::Trial;
 
 /// One lane's policy and whether it acts.
 struct Slot {
@@ -66,8 +69,10 @@ pub struct Auto {
     slots: Vec<Slot>,
     placement: Placement,
     arbiter: Arbiter,
-    /// Whether the placement lane's placement pays (`trial.rs`).
+    /// Whether the placement lane's placement pays (`trial/placement.rs`).
     trial: Trial,
+    /// Whether the overflow lane's placement pays (`trial/overflow.rs`).
+    spill: OverflowTrial,
     /// Actions returned and not yet reported on, with the slot that proposed each
     /// ([`TRIAL`] for the trial's).
     pending: Vec<(Action, usize)>,
@@ -77,6 +82,8 @@ pub struct Auto {
     /// the lane's name.
     explained: Explained,
     notes: Vec<String>,
+    /// What the machine can do, once told (to configure a lane built again).
+    capabilities: Option<Capabilities>,
 }
 
 impl Auto {
@@ -98,7 +105,7 @@ impl Auto {
             slots.push(slot(
                 Lane::Overflow,
                 "usage-aware",
-                &config.usage_aware,
+                &Some(overflow_table(&config)),
                 config.seed,
             )?);
         }
@@ -116,6 +123,7 @@ impl Auto {
         }
         Ok(Self {
             trial: Trial::new(config.trial.clone()),
+            spill: overflow_trial(&config),
             config,
             slots,
             placement: Placement::Unknown,
@@ -124,6 +132,7 @@ impl Auto {
             dropped: Vec::new(),
             explained: Explained::default(),
             notes,
+            capabilities: None,
         })
     }
 
@@ -248,6 +257,12 @@ impl Auto {
                     continue;
                 }
                 let proposed = propose(s.policy.as_mut());
+                if let (Lane::Overflow, Some(obs)) = (lane, observation) {
+                    if !self.spill.proposed(&proposed, obs) {
+                        continue;
+                    }
+                }
+                let s = &mut self.slots[i];
                 let why = lane_reasons(s, proposed.len());
                 if lane == Lane::Placement {
                     self.trial.placing(&proposed);
@@ -296,6 +311,10 @@ impl Auto {
             };
             reported[k] = true;
             cursor = k + 1;
+            if self.pending[k].1 == OVERFLOW_TRIAL {
+                // Moves back: what they left is measured next epoch.
+                continue;
+            }
             if self.pending[k].1 == TRIAL {
                 let failed = o.status != OutcomeStatus::Applied;
                 self.trial
@@ -332,7 +351,7 @@ impl Auto {
     /// trial's); once it undoes the placement, the placement lane stops and its processes are
     /// no longer its own for the arbiter.
     fn try_placement(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
-        let switch = self.trial.observe(topology, observation);
+        let switch = self.trial.observe(topology, observation, self.spill.busy());
         let placing = self
             .slots
             .iter_mut()
@@ -353,6 +372,74 @@ impl Auto {
     }
 }
 
+impl Auto {
+    /// The overflow trial's moves back for this epoch, if any (pending as the trial's); once
+    /// it undoes the lane's placement, the overflow lane stops.
+    fn try_overflow(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
+        let back = self.spill.observe(topology, observation);
+        if let Some(avoid) = self.spill.take_retry() {
+            self.rebuild_overflow(topology, observation, &avoid);
+        }
+        let lane = self.slots.iter_mut().find(|s| s.lane == Lane::Overflow);
+        let name = lane.as_ref().map_or("", |s| s.policy.name()).to_string();
+        if let (Some(w), Some(s)) = (self.spill.stopped(), lane.filter(|s| s.acts())) {
+            s.out = Some(format!(
+                "its placement of overflow did not pay, and was undone: {w}"
+            ));
+        }
+        let Some((acts, mut reason)) = back else {
+            return Vec::new();
+        };
+        reason.by = format!("{} lane: {name} (trial)", Lane::Overflow.name());
+        self.explained.push(reason, acts.len());
+        self.pending
+            .extend(acts.iter().map(|a| (a.clone(), OVERFLOW_TRIAL)));
+        acts
+    }
+}
+
+impl Auto {
+    /// The overflow lane built again through the registry, its overflow kept off `avoid`, for
+    /// the overflow trial's next placement; left out, with the reason, if it cannot be.
+    fn rebuild_overflow(
+        &mut self,
+        topology: &Topology,
+        observation: &Observation,
+        avoid: &[NodeId],
+    ) {
+        let Some(i) = self.slots.iter().position(|s| s.lane == Lane::Overflow) else {
+            return;
+        };
+        let mut table = overflow_table(&self.config);
+        let ids = avoid.iter().map(|n| toml::Value::Integer(i64::from(n.0)));
+        table.insert("avoid_nodes".into(), toml::Value::Array(ids.collect()));
+        let built = slot(
+            Lane::Overflow,
+            "usage-aware",
+            &Some(table),
+            self.config.seed,
+        );
+        let old = &mut self.slots[i];
+        let mut s = match built {
+            Ok(s) => s,
+            Err(e) => {
+                old.out = Some(format!("could not be built again for another trial: {e}"));
+                return;
+            }
+        };
+        if let Some(caps) = &self.capabilities {
+            s.policy.configure(caps);
+        }
+        if let Err(Refusal(why)) = s.policy.accepts(topology, &observation.processes) {
+            old.out = Some(why);
+            return;
+        }
+        s.notes = std::mem::take(&mut old.notes);
+        s.taken = std::mem::take(&mut old.taken);
+        *old = s;
+    }
+}
+
 impl std::fmt::Debug for Auto {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auto")
@@ -363,8 +450,10 @@ impl std::fmt::Debug for Auto {
     }
 }
 
-/// The owner, in [`Auto::pending`], of the placement trial's actions.
+/// The owners, in [`Auto::pending`], of the placement trial's actions and of the overflow
+/// trial's.
 const TRIAL: usize = usize::MAX;
+const OVERFLOW_TRIAL: usize = usize::MAX - 1;
 
 /// The reasons the policy of slot `s` gave for its last `n` actions, each under the lane's
 /// name ("pages lane: carrefour").
@@ -412,6 +501,32 @@ fn slot(
     })
 }
 
+/// `[auto.usage-aware]`, with the overflow placed after allocation (`mode = "reactive"`)
+/// where the overflow trial needs it and the table does not choose.
+fn overflow_table(config: &AutoConfig) -> toml::Table {
+    let mut table = config.usage_aware.clone().unwrap_or_default();
+    if config.trial.overflow && !table.contains_key("mode") {
+        table.insert("mode".into(), toml::Value::String("reactive".into()));
+    }
+    table
+}
+
+/// The overflow trial of `config`, moving back within the overflow lane's own limits.
+fn overflow_trial(config: &AutoConfig) -> OverflowTrial {
+    let table = overflow_table(config);
+    let ua: UsageAwareConfig = toml::Value::Table(table).try_into().unwrap_or_default();
+    let limits = MoveLimits {
+        max_bytes: ua.max_move_mib_per_epoch.saturating_mul(1 << 20),
+        min_bytes: ua.min_move_mib.saturating_mul(1 << 20),
+    };
+    let why_not = (ua.mode == Mode::Allocation).then(|| {
+        "the overflow is placed at allocation ([auto.usage-aware] mode = \"allocation\"), \
+         which leaves no kernel placement to measure"
+            .to_string()
+    });
+    OverflowTrial::new(config.trial.clone(), limits, why_not)
+}
+
 impl Policy for Auto {
     fn name(&self) -> &str {
         "auto"
@@ -424,6 +539,17 @@ impl Policy for Auto {
     }
 
     fn configure(&mut self, capabilities: &Capabilities) {
+        self.capabilities = Some(capabilities.clone());
+        let table = overflow_table(&self.config);
+        let mode = table.get("mode").and_then(toml::Value::as_str);
+        let at_allocation = capabilities.support(Capability::OverflowPlacement) == Support::Full;
+        if mode == Some("auto") && at_allocation {
+            self.spill.skip(
+                "the machine places the overflow at allocation ([auto.usage-aware] mode = \
+                 \"auto\"), which leaves no kernel placement to measure"
+                    .into(),
+            );
+        }
         for s in &mut self.slots {
             match capabilities.check(s.policy.name(), &s.policy.needs()) {
                 Ok(notes) => {
@@ -476,9 +602,15 @@ impl Policy for Auto {
             actions = self.choose_placement(topology, &observation.processes);
         }
         actions.extend(self.try_placement(topology, observation));
+        actions.extend(self.try_overflow(topology, observation));
+        let measuring = self.trial.measuring();
         let lanes: Vec<Lane> = Lane::ALL
             .into_iter()
-            .filter(|&l| l != Lane::Placement || !self.trial.holds_lane())
+            .filter(|&l| match l {
+                Lane::Placement => !self.trial.holds_lane(),
+                Lane::Overflow => !self.spill.holds_lane(measuring),
+                Lane::Pages => true,
+            })
             .collect();
         actions.extend(self.gather(topology, Some(observation), &lanes, |p| {
             p.decide(topology, observation)
@@ -517,6 +649,7 @@ impl Policy for Auto {
             notes.extend(self.lane_notes(lane));
         }
         notes.extend(self.trial.note());
+        notes.extend(self.spill.notes());
         for (rule, n) in &self.arbiter.dropped {
             notes.push(format!(
                 "arbiter: {n} pages-lane proposal(s) dropped: {}",

@@ -4,121 +4,36 @@
 //! N-MASS places by a model of locality and cache contention ([Majo11 §3]) that can misjudge
 //! a mix: in our runs of [Majo11 Table 2] it makes WL2, WL5, WL7 and WL10 slower on average
 //! than the default scheduler, one program by up to 16%, as the paper's own "N-MASS is not
-//! always better" cases do ([Majo11 §4.5]). So `auto` measures instead of trusting it, as
-//! the payoff guard does for pages: once the placement lane has placed threads at the start,
-//! each program's rate (instructions per cycle of its slowest thread, the guard's measure) is
-//! averaged over [`TrialConfig::trial_epochs`] epochs after [`TrialConfig::settle_epochs`];
-//! then every placed thread goes back to the CPU it ran on before (with the CPUs it was
-//! allowed then) and the programs are measured the same way. The placement comes back only
-//! if the programs' rates under it beat the operating system's by
-//! [`TrialConfig::min_gain`] in geometric mean; otherwise the placement lane stops, with the
-//! figures in the notes.
+//! always better" cases do ([Majo11 §4.5]). So once the placement lane has placed threads at
+//! the start, the programs are measured ([`Window`]); then every placed thread goes back to
+//! the CPU it ran on before (with the CPUs it was allowed then) and the programs are measured
+//! the same way. The placement comes back only if it pays ([`judge`]); otherwise the
+//! placement lane stops, with the figures in the notes.
 //!
-//! One trial a run, at the start: a placement that moves memory with the threads (OAAS's
-//! application moves) is not tried, as undoing it would move the memory back. Without
-//! instruction counters nothing is measured and the placement stays.
+//! A placement kept is tried again later, as the programs' mix changes. A placement that moves
+//! memory with the threads (OAAS's application moves) is not tried, as undoing it would move
+//! the memory back.
 
-use super::exchange::{self, Move};
-use crate::guard;
+use super::{Rates, TrialConfig, Verdict, Window, judge};
+use crate::auto::exchange::{self, Move};
 use rondpoint_model::{
     Action, CounterGroup, CpuId, Observation, Pid, ProcessInfo, Reason, Tid, Topology,
 };
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// `[auto.trial]`: the placement trial's parameters. Chosen, not from a paper: N-MASS has no
-/// such check.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TrialConfig {
-    /// Measure the placement against the operating system's and undo it when it does not
-    /// pay; `false` keeps every placement, as N-MASS alone does.
-    pub enabled: bool,
-    /// Epochs after each switch that are not measured: caches refill on the new cores
-    /// (epochs). Chosen: 1.
-    pub settle_epochs: u32,
-    /// Epochs each placement is measured over (epochs). Chosen: 2, to smooth one epoch's
-    /// noise, as the payoff guard's pauses.
-    pub trial_epochs: u32,
-    /// The placement stays when the programs' rates under it, over their rates where the
-    /// operating system ran them, have a geometric mean of at least 1 + this (fraction).
-    /// Chosen: 0: N-MASS's gains in [Majo11 §4.5] are a few percent of the mean, and a
-    /// placement that is not slower keeps its decision.
-    pub min_gain: f64,
-    /// ... and no program's rate under it is more than this fraction below its rate where the
-    /// operating system ran it (fraction). Default 0.04: rondpoint's do-no-harm bound, the
-    /// Carrefour paper's "never hurts performance by more than 4%" [Dashti13 §1].
-    pub max_loss: f64,
-    /// Epochs from a placement kept to the next trial of it, doubled each time it is kept
-    /// again (epochs; 0: one trial, at the start). Programs come and go and their mix
-    /// changes ([Majo11 §4.1] restarts those that finish first): a placement that paid for one
-    /// mix is tried again for the next. Chosen: 8.
-    pub recheck_epochs: u32,
-    /// Longest time between two trials of a placement kept (epochs). Chosen: 64.
-    pub max_recheck_epochs: u32,
-}
-
-impl Default for TrialConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            settle_epochs: 1,
-            trial_epochs: 2,
-            min_gain: 0.0,
-            max_loss: 0.04,
-            recheck_epochs: 8,
-            max_recheck_epochs: 64,
-        }
-    }
-}
 
 /// Where the trial stands.
 #[derive(Clone, Debug, PartialEq)]
 enum Stage {
     /// Nothing placed, or nothing to try.
     Idle,
-    /// The placement runs; `seen` epochs of it observed.
-    Placed { seen: u32 },
-    /// The operating system's placement runs again; `seen` epochs of it observed.
-    Home { seen: u32 },
+    /// The placement runs, measured.
+    Placed(Window),
+    /// The operating system's placement runs again, measured.
+    Home(Window),
     /// The placement was kept; tried again in `left` epochs.
     Waiting { left: u32 },
     /// Decided for good: the verdict is the trial's latest.
     Done,
-}
-
-/// What the trial found.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Verdict {
-    /// The placement paid, and came back.
-    Kept(String),
-    /// It did not, and the operating system's placement stays.
-    Undone(String),
-    /// No verdict (a switch failed, no program ran in both), and the placement stays.
-    Abandoned(String),
-}
-
-impl Verdict {
-    /// What became of the placement.
-    fn what(&self) -> &'static str {
-        match self {
-            Verdict::Kept(_) => "kept",
-            Verdict::Undone(_) => "undone",
-            Verdict::Abandoned(_) => "no verdict, kept",
-        }
-    }
-
-    /// The figures or the reason behind it.
-    fn why(&self) -> &str {
-        match self {
-            Verdict::Kept(w) | Verdict::Undone(w) | Verdict::Abandoned(w) => w,
-        }
-    }
-
-    /// Both, in words.
-    fn words(&self) -> String {
-        format!("{}: {}", self.what(), self.why())
-    }
 }
 
 /// One placed thread: where it ran before the placement, with the CPUs it was allowed then.
@@ -138,10 +53,8 @@ pub struct Trial {
     home: Vec<Home>,
     /// The placement lane's latest pin of each thread, to put the placement back.
     placed: BTreeMap<(Pid, Tid), Vec<CpuId>>,
-    /// Each program's rates over the epochs of the current stage measured so far.
-    rates: BTreeMap<Pid, Vec<f64>>,
     /// Each program's mean rate under the placement.
-    under_placement: BTreeMap<Pid, f64>,
+    under_placement: Rates,
     /// Why the last switch failed, if it did.
     failed: Option<String>,
     /// Why putting the placement back failed, if it did.
@@ -160,8 +73,7 @@ impl Trial {
             stage: Stage::Idle,
             home: Vec::new(),
             placed: BTreeMap::new(),
-            rates: BTreeMap::new(),
-            under_placement: BTreeMap::new(),
+            under_placement: Rates::new(),
             failed: None,
             not_back: None,
             last: None,
@@ -176,7 +88,7 @@ impl Trial {
         let pins_only = actions
             .iter()
             .all(|a| matches!(a, Action::PinThread { .. }));
-        if !self.config.enabled || actions.is_empty() || !pins_only || self.stage != Stage::Idle {
+        if !self.config.placement || actions.is_empty() || !pins_only || self.stage != Stage::Idle {
             return;
         }
         self.home = processes
@@ -189,7 +101,7 @@ impl Trial {
                 allowed: t.allowed_cpus.clone(),
             })
             .collect();
-        self.stage = Stage::Placed { seen: 0 };
+        self.stage = Stage::Placed(Window::default());
         self.interval = self.config.recheck_epochs;
         self.placing(actions);
     }
@@ -199,7 +111,7 @@ impl Trial {
     /// ends the trial without a verdict. The lane is measured as it acts, placing again or
     /// not.
     pub fn placing(&mut self, actions: &[Action]) {
-        let placing = matches!(self.stage, Stage::Placed { .. } | Stage::Waiting { .. });
+        let placing = matches!(self.stage, Stage::Placed(_) | Stage::Waiting { .. });
         if !placing || actions.is_empty() {
             return;
         }
@@ -227,33 +139,38 @@ impl Trial {
     /// Whether the placement lane must not act: while the operating system's placement is
     /// measured, and for good once the placement was undone.
     pub(crate) fn holds_lane(&self) -> bool {
-        matches!(self.stage, Stage::Home { .. })
+        matches!(self.stage, Stage::Home(_))
             || (self.stage == Stage::Done && matches!(self.last, Some(Verdict::Undone(_))))
     }
 
-    /// One epoch's observation: the switch to make, if any, with its reason.
+    /// Whether the programs are being measured (another trial then waits).
+    pub fn measuring(&self) -> bool {
+        matches!(self.stage, Stage::Placed(_) | Stage::Home(_))
+    }
+
+    /// One epoch's observation: the switch to make, if any, with its reason. A placement kept
+    /// is not tried again while `wait` (another trial is under way).
     pub fn observe(
         &mut self,
         topology: &Topology,
         observation: &Observation,
+        wait: bool,
     ) -> Option<(Vec<Action>, Reason)> {
         self.new_homes(observation);
         if let Stage::Waiting { left } = self.stage {
-            if left > 1 {
-                self.stage = Stage::Waiting { left: left - 1 };
+            if left > 1 || wait {
+                self.stage = Stage::Waiting {
+                    left: left.saturating_sub(1).max(1),
+                };
                 return None;
             }
             // Time to try it again: the placement has run long enough to need no settling,
             // and this epoch is its first measured.
-            self.stage = Stage::Placed {
-                seen: self.config.settle_epochs,
-            };
+            self.stage = Stage::Placed(Window::settled(&self.config));
         }
-        let (seen, home) = match self.stage {
-            Stage::Placed { seen } => (seen + 1, false),
-            Stage::Home { seen } => (seen + 1, true),
-            Stage::Idle | Stage::Done | Stage::Waiting { .. } => return None,
-        };
+        if !matches!(self.stage, Stage::Placed(_) | Stage::Home(_)) {
+            return None;
+        }
         if observation.counters.is_missing(CounterGroup::Instructions) {
             self.finish(Verdict::Abandoned(
                 "no instruction counters to measure it with".into(),
@@ -264,28 +181,14 @@ impl Trial {
             // A switch failed: the placement as it was decided, and no verdict.
             return self.end(topology, observation, Verdict::Abandoned(why));
         }
-        self.stage = match home {
-            true => Stage::Home { seen },
-            false => Stage::Placed { seen },
+        let (means, home) = match &mut self.stage {
+            Stage::Placed(w) => (w.observe(&self.config, observation)?, false),
+            Stage::Home(w) => (w.observe(&self.config, observation)?, true),
+            _ => return None,
         };
-        if seen <= self.config.settle_epochs {
-            return None;
-        }
-        for (pid, rate) in guard::rates(observation) {
-            if let Some(r) = rate {
-                self.rates.entry(pid).or_default().push(r);
-            }
-        }
-        if seen < self.config.settle_epochs + self.config.trial_epochs {
-            return None;
-        }
-        let means: BTreeMap<Pid, f64> = std::mem::take(&mut self.rates)
-            .into_iter()
-            .map(|(pid, r)| (pid, r.iter().sum::<f64>() / r.len() as f64))
-            .collect();
         if !home {
             self.under_placement = means;
-            self.stage = Stage::Home { seen: 0 };
+            self.stage = Stage::Home(Window::default());
             self.measured_placement(observation);
             let acts = self.revert(topology, observation);
             let reason = Reason::new(
@@ -305,43 +208,9 @@ impl Trial {
             ));
             return Some((acts, reason));
         }
-        let verdict = self.judge(&means);
+        let against = "the operating system's placement";
+        let verdict = judge(&self.config, &self.under_placement, &means, against);
         self.end(topology, observation, verdict)
-    }
-
-    /// The verdict from the operating system's rates (`means`) and the placement's.
-    fn judge(&self, means: &BTreeMap<Pid, f64>) -> Verdict {
-        let ratios: Vec<(Pid, f64)> = self
-            .under_placement
-            .iter()
-            .filter_map(|(pid, placed)| {
-                let os = *means.get(pid)?;
-                (os > 0.0 && *placed > 0.0).then_some((*pid, placed / os))
-            })
-            .collect();
-        if ratios.is_empty() {
-            return Verdict::Abandoned("no program ran under both placements".into());
-        }
-        let geo = (ratios.iter().map(|(_, r)| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-        let each: Vec<String> = ratios
-            .iter()
-            .map(|(pid, r)| format!("{pid} {:+.1}%", (r - 1.0) * 100.0))
-            .collect();
-        let worst = ratios.iter().map(|(_, r)| *r).fold(f64::INFINITY, f64::min);
-        let figures = format!(
-            "programs' rates under it vs the operating system's placement: {:+.2}% in geometric \
-             mean over {} ({}); needed: {:+.1}% or more, and none below {:+.1}%",
-            (geo - 1.0) * 100.0,
-            ratios.len(),
-            each.join(", "),
-            self.config.min_gain * 100.0,
-            -self.config.max_loss * 100.0,
-        );
-        if geo >= 1.0 + self.config.min_gain && worst >= 1.0 - self.config.max_loss {
-            Verdict::Kept(figures)
-        } else {
-            Verdict::Undone(figures)
-        }
     }
 
     /// Ends the trial with `verdict`, the placement put back unless it was undone.
@@ -443,7 +312,7 @@ impl Trial {
             return;
         };
         match self.stage {
-            Stage::Home { .. } => self.failed = Some(format!("a thread could not go back: {why}")),
+            Stage::Home(_) => self.failed = Some(format!("a thread could not go back: {why}")),
             Stage::Done | Stage::Waiting { .. } => self.not_back = Some(why),
             _ => {}
         }

@@ -105,7 +105,7 @@ fn run(m: &mut Machine, config: TrialConfig, epochs: usize) -> (Trial, Vec<Vec<A
 fn step(m: &mut Machine, t: &mut Trial) -> Vec<Action> {
     let obs = m.observe();
     let acts = t
-        .observe(&m.topology, &obs)
+        .observe(&m.topology, &obs, false)
         .map(|(a, _)| a)
         .unwrap_or_default();
     t.outcome(m.apply(&acts));
@@ -223,7 +223,7 @@ fn without_instruction_counters_nothing_is_measured_and_nothing_moves() {
     m.apply(&placement());
     let mut obs = m.observe();
     obs.counters.missing = vec![CounterGroup::Instructions];
-    assert_eq!(t.observe(&m.topology, &obs), None);
+    assert_eq!(t.observe(&m.topology, &obs, false), None);
     assert!(matches!(t.verdict(), Some(Verdict::Abandoned(_))));
     assert!(!t.holds_lane());
 }
@@ -241,7 +241,7 @@ fn a_placement_that_moves_memory_is_not_tried() {
     assert_eq!(t.stage, Stage::Idle);
     // Nor is any trial when it is off.
     let mut t = Trial::new(TrialConfig {
-        enabled: false,
+        placement: false,
         ..TrialConfig::default()
     });
     t.begin(&m.processes(), &placement());
