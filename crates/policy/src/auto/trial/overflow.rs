@@ -24,7 +24,9 @@
 //! 4. during a step, a program whose pages do not move that is already past the bound in each
 //!    of `trial_epochs` epochs stops the step there;
 //! 5. when the placement slowed programs on nodes it filled, another trial follows with those
-//!    nodes avoided (usage-aware's `avoid_nodes`), at most [`MAX_TRIALS`] in all.
+//!    nodes avoided (usage-aware's `avoid_nodes`), at most [`MAX_TRIALS`] in a series;
+//! 6. once the lane has stopped, a program that had no overflow at any verdict before and now
+//!    has some (one started or restarted since) begins a new series, with no node avoided.
 //!
 //! The kernel's placement is measured first because a placement kept then costs no move back.
 //! The trial needs the lane to place the overflow after allocation (usage-aware's reactive
@@ -44,7 +46,7 @@ pub const MAX_PLACING_EPOCHS: u32 = 32;
 /// What the lane's placement is measured against, in verdicts.
 const KERNEL: &str = "the kernel's fallback placement";
 
-/// Most trials a run: each may move the overflow there and back.
+/// Most trials in a series (for the same programs): each may move overflow there and back.
 const MAX_TRIALS: usize = 3;
 
 /// Epochs running in which the moves back left every program's memory unchanged before the
@@ -123,6 +125,13 @@ pub struct OverflowTrial {
     retry: Option<Vec<NodeId>>,
     /// The notes of the trials before this one.
     history: Vec<String>,
+    /// Where in `history` the trials for the current programs begin (a new series begins
+    /// when a program gets overflow after the lane stopped).
+    episode: usize,
+    /// Whether the next trial begins a new series.
+    fresh: bool,
+    /// The processes that had overflow at a verdict.
+    known: BTreeSet<Pid>,
 }
 
 impl OverflowTrial {
@@ -148,6 +157,9 @@ impl OverflowTrial {
             avoid_next: Vec::new(),
             retry: None,
             history: Vec::new(),
+            episode: 0,
+            fresh: false,
+            known: BTreeSet::new(),
             config,
         };
         match why_not {
@@ -261,6 +273,7 @@ impl OverflowTrial {
                     }
                 }
                 let (n, means) = (*epochs, self.hurt(keep)?);
+                self.note_known(topology, observation);
                 let verdict = judge(&self.config, &means, &self.under_kernel, KERNEL);
                 let Verdict::Undone(why) = verdict else {
                     return None;
@@ -273,6 +286,7 @@ impl OverflowTrial {
             }
             Stage::Placed(w) => {
                 let means = w.observe(&self.config, observation)?;
+                self.note_known(topology, observation);
                 let alive = observation
                     .processes
                     .iter()
@@ -300,6 +314,10 @@ impl OverflowTrial {
                 }
             }
             Stage::Undoing { .. } => self.undo(topology, observation),
+            Stage::Done => {
+                self.watch_again(topology, observation);
+                None
+            }
             _ => None,
         }
     }
@@ -429,6 +447,10 @@ impl OverflowTrial {
     pub(crate) fn take_retry(&mut self) -> Option<Vec<NodeId>> {
         let avoid = self.retry.take()?;
         self.history.extend(self.line());
+        if std::mem::take(&mut self.fresh) {
+            self.episode = self.history.len();
+            self.halted = false;
+        }
         self.avoided.clone_from(&avoid);
         self.stage = Stage::Watching;
         self.overflowing.clear();
@@ -453,7 +475,48 @@ impl OverflowTrial {
 
     /// Trials made so far (the current one included once it has a verdict).
     fn made(&self) -> usize {
-        self.history.len() + usize::from(self.last.is_some())
+        self.history.len() - self.episode + usize::from(self.last.is_some())
+    }
+
+    /// The processes with overflow now: memory (at least the lane's smallest move) on nodes
+    /// running none of their threads, their user's binding aside.
+    fn with_overflow(&self, topology: &Topology, observation: &Observation) -> BTreeSet<Pid> {
+        let nodes = topology.nodes();
+        observation
+            .processes
+            .iter()
+            .filter(|p| !crate::remote::user_placed(p))
+            .filter(|p| {
+                let away = p
+                    .resident_bytes_by_node
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| {
+                        nodes
+                            .get(*i)
+                            .is_some_and(|n| p.threads.iter().all(|t| t.node != n.id))
+                    });
+                away.map(|(_, b)| *b).sum::<u64>() >= self.limits.min_bytes.max(1)
+            })
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    /// Once the lane stopped (its placement undone, or no more placed), a new trial, with no
+    /// node avoided, when a program that had no overflow at any verdict before has some: the
+    /// programs changed, and the lane's rule may pay for them.
+    fn watch_again(&mut self, topology: &Topology, observation: &Observation) {
+        let stopped = self.halted || matches!(self.last, Some(Verdict::Undone(_)));
+        if !stopped || self.retry.is_some() || self.last.is_none() {
+            return;
+        }
+        let now = self.with_overflow(topology, observation);
+        if now.is_subset(&self.known) {
+            return;
+        }
+        self.known.extend(now);
+        self.fresh = true;
+        self.retry = Some(Vec::new());
     }
 
     /// This epoch's moves back to the kernel's placement; none once every process's memory
@@ -545,6 +608,14 @@ impl OverflowTrial {
     fn finish(&mut self, verdict: Verdict) {
         self.last = Some(verdict);
         self.stage = Stage::Done;
+    }
+
+    /// Takes note of the processes with overflow at a verdict, and of those the lane
+    /// proposed to move.
+    fn note_known(&mut self, topology: &Topology, observation: &Observation) {
+        let now = self.with_overflow(topology, observation);
+        self.known.extend(now);
+        self.known.extend(self.overflowing.iter().copied());
     }
 
     /// The current trial's line in the notes, once it has a verdict.

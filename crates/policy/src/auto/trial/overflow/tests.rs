@@ -203,6 +203,17 @@ fn a_step_that_gains_too_little_ends_the_placement_where_it_is() {
         "{note}"
     );
     assert!(t.holds_lane(false), "the lane stops");
+    // The same programs later: still stopped.
+    run(&mut m, &mut t, 3);
+    assert_eq!(t.take_retry(), None);
+    // A program that had no overflow gets some: a new series of trials, no node avoided.
+    m.memory.insert(Pid(3), vec![0, 2 * GIB, 0]);
+    let obs = m.observe();
+    assert_eq!(t.observe(&m.topology, &obs), None);
+    assert_eq!(t.take_retry(), Some(vec![]));
+    assert!(!t.holds_lane(false), "watching again");
+    run(&mut m, &mut t, 3);
+    assert_eq!(t.take_retry(), None, "once");
 }
 
 #[test]
