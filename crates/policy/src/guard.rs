@@ -259,7 +259,7 @@ pub(crate) fn rates(obs: &Observation) -> FxHashMap<Pid, Option<f64>> {
 }
 
 /// Mean of the rates kept.
-fn mean(rates: &[f64]) -> f64 {
+pub(crate) fn mean(rates: &[f64]) -> f64 {
     rates.iter().sum::<f64>() / rates.len().max(1) as f64
 }
 

@@ -32,15 +32,16 @@ pub use config::{AutoConfig, BOUNDS, LANE_POLICIES, Lane};
 pub use detect::Placement;
 pub use trial::{TrialConfig, Verdict as TrialVerdict};
 
+use crate::remote::reactive::Limits;
 use crate::remote::{Mode, UsageAwareConfig};
 use crate::{Policy, PolicyError};
 use arbiter::Arbiter;
 use rondpoint_model::{
-    Action, Capabilities, Capability, Explained, Need, NodeId, Observation, Outcome, OutcomeStatus,
-    ProcessInfo, Reason, Sample, SamplingRequest, Support, Topology,
+    Action, Capabilities, Explained, Need, NodeId, Observation, Outcome, OutcomeStatus,
+    ProcessInfo, Reason, Sample, SamplingRequest, Topology,
 };
 use rondpoint_policy_api::{PolicyConfig, Refusal};
-use trial::overflow::{MoveLimits, OverflowTrial};
+use trial::overflow::OverflowTrial;
 use trial::placement::Trial;
 
 /// One lane's policy and whether it acts.
@@ -73,6 +74,8 @@ pub struct Auto {
     trial: Trial,
     /// Whether the overflow lane's placement pays (`trial/overflow.rs`).
     spill: OverflowTrial,
+    /// How the overflow lane places overflow (its `mode`).
+    overflow_mode: Mode,
     /// Actions returned and not yet reported on, with the slot that proposed each
     /// ([`TRIAL`] for the trial's).
     pending: Vec<(Action, usize)>,
@@ -121,9 +124,11 @@ impl Auto {
         for lane in Lane::ALL.iter().filter(|l| !wanted(**l)) {
             notes.push(format!("{} lane off: not in `lanes`", lane.name()));
         }
+        let (spill, overflow_mode) = overflow_trial(&config);
         Ok(Self {
             trial: Trial::new(config.trial.clone()),
-            spill: overflow_trial(&config),
+            spill,
+            overflow_mode,
             config,
             slots,
             placement: Placement::Unknown,
@@ -511,20 +516,13 @@ fn overflow_table(config: &AutoConfig) -> toml::Table {
     table
 }
 
-/// The overflow trial of `config`, moving back within the overflow lane's own limits.
-fn overflow_trial(config: &AutoConfig) -> OverflowTrial {
+/// The overflow trial of `config`, moving back within the overflow lane's own limits, and how
+/// the lane places overflow.
+fn overflow_trial(config: &AutoConfig) -> (OverflowTrial, Mode) {
     let table = overflow_table(config);
     let ua: UsageAwareConfig = toml::Value::Table(table).try_into().unwrap_or_default();
-    let limits = MoveLimits {
-        max_bytes: ua.max_move_mib_per_epoch.saturating_mul(1 << 20),
-        min_bytes: ua.min_move_mib.saturating_mul(1 << 20),
-    };
-    let why_not = (ua.mode == Mode::Allocation).then(|| {
-        "the overflow is placed at allocation ([auto.usage-aware] mode = \"allocation\"), \
-         which leaves no kernel placement to measure"
-            .to_string()
-    });
-    OverflowTrial::new(config.trial.clone(), limits, why_not)
+    let limits = Limits::from_mib(ua.max_move_mib_per_epoch, ua.min_move_mib);
+    (OverflowTrial::new(config.trial.clone(), limits), ua.mode)
 }
 
 impl Policy for Auto {
@@ -540,13 +538,10 @@ impl Policy for Auto {
 
     fn configure(&mut self, capabilities: &Capabilities) {
         self.capabilities = Some(capabilities.clone());
-        let table = overflow_table(&self.config);
-        let mode = table.get("mode").and_then(toml::Value::as_str);
-        let at_allocation = capabilities.support(Capability::OverflowPlacement) == Support::Full;
-        if mode == Some("auto") && at_allocation {
+        if self.overflow_mode.at_allocation(capabilities) {
             self.spill.skip(
-                "the machine places the overflow at allocation ([auto.usage-aware] mode = \
-                 \"auto\"), which leaves no kernel placement to measure"
+                "the overflow lane places overflow at allocation ([auto.usage-aware] mode), \
+                 which leaves no kernel placement to measure"
                     .into(),
             );
         }

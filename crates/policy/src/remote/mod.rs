@@ -58,6 +58,17 @@ pub enum Mode {
     Reactive,
 }
 
+impl Mode {
+    /// Whether overflow is placed at allocation on a machine with `capabilities`.
+    pub fn at_allocation(self, capabilities: &Capabilities) -> bool {
+        match self {
+            Mode::Allocation => true,
+            Mode::Reactive => false,
+            Mode::Auto => capabilities.support(Capability::OverflowPlacement) == Support::Full,
+        }
+    }
+}
+
 /// Which node usage-aware takes as least used.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -223,10 +234,7 @@ impl Placement {
             grouping,
             mode,
             at_allocation: mode == Mode::Allocation,
-            limits: Limits {
-                max_move_bytes: move_mib.0.saturating_mul(1 << 20),
-                min_move_bytes: move_mib.1.saturating_mul(1 << 20),
-            },
+            limits: Limits::from_mib(move_mib.0, move_mib.1),
             reactive: Reactive::default(),
             avoid,
             tiers: None,
@@ -427,11 +435,7 @@ impl Policy for RemotePlacement {
                 .support(Capability::KernelBalancing)
                 .is_available();
         if let Some(p) = &mut self.placement {
-            p.at_allocation = match p.mode {
-                Mode::Allocation => true,
-                Mode::Reactive => false,
-                Mode::Auto => capabilities.support(Capability::OverflowPlacement) == Support::Full,
-            };
+            p.at_allocation = p.mode.at_allocation(capabilities);
         }
     }
 

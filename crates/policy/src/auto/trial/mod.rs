@@ -157,7 +157,7 @@ impl Window {
         }
         let means = std::mem::take(&mut self.rates)
             .into_iter()
-            .map(|(pid, r)| (pid, r.iter().sum::<f64>() / r.len() as f64))
+            .map(|(pid, r)| (pid, guard::mean(&r)))
             .collect();
         Some(means)
     }

@@ -34,8 +34,8 @@
 
 use super::{Rates, TrialConfig, Verdict, Window, judge};
 use crate::guard;
-use crate::remote::reactive::{PAGE, transfers};
-use rondpoint_model::{Action, CounterGroup, NodeId, NodeList, Observation, Pid, Reason, Topology};
+use crate::remote::reactive::{Limits, PAGE, away_nodes, move_action, transfers};
+use rondpoint_model::{Action, CounterGroup, NodeId, Observation, Pid, Reason, Topology};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most epochs of moves the lane is given to place the overflow, over all steps, before its
@@ -52,15 +52,6 @@ const MAX_TRIALS: usize = 3;
 /// Epochs running in which the moves back left every program's memory unchanged before the
 /// trial stops moving (a move the machine keeps refusing is not asked for forever).
 const MAX_STALLS: u32 = 3;
-
-/// How much the trial moves back, from the lane's own limits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MoveLimits {
-    /// Most bytes moved per epoch, over all processes.
-    pub max_bytes: u64,
-    /// Smallest move made (bytes).
-    pub min_bytes: u64,
-}
 
 /// Where the trial stands.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,7 +83,7 @@ enum Stage {
 #[derive(Clone, Debug)]
 pub struct OverflowTrial {
     config: TrialConfig,
-    limits: MoveLimits,
+    limits: Limits,
     stage: Stage,
     /// The processes whose overflow the lane first proposed to move.
     overflowing: BTreeSet<Pid>,
@@ -135,11 +126,14 @@ pub struct OverflowTrial {
 }
 
 impl OverflowTrial {
-    /// A trial with `config` (none if its `overflow` is false), moving back within `limits`;
-    /// `why_not` says why it cannot be made, if it cannot.
-    pub(crate) fn new(config: TrialConfig, limits: MoveLimits, why_not: Option<String>) -> Self {
-        let mut t = Self {
-            stage: Stage::Watching,
+    /// A trial with `config` (none if its `overflow` is false), moving back within `limits`
+    /// (the lane's own).
+    pub(crate) fn new(config: TrialConfig, limits: Limits) -> Self {
+        Self {
+            stage: match config.overflow {
+                true => Stage::Watching,
+                false => Stage::Done,
+            },
             limits,
             overflowing: BTreeSet::new(),
             kernel: BTreeMap::new(),
@@ -161,17 +155,11 @@ impl OverflowTrial {
             fresh: false,
             known: BTreeSet::new(),
             config,
-        };
-        match why_not {
-            _ if !t.config.overflow => t.stage = Stage::Done,
-            Some(why) => t.finish(Verdict::Abandoned(why)),
-            None => {}
         }
-        t
     }
 
-    /// No trial after all, for `why` (the machine places the overflow at allocation), unless
-    /// one has begun.
+    /// No trial, for `why` (the lane places the overflow at allocation), unless one has
+    /// begun.
     pub(crate) fn skip(&mut self, why: String) {
         if self.stage == Stage::Watching {
             self.finish(Verdict::Abandoned(why));
@@ -342,7 +330,7 @@ impl OverflowTrial {
             recent
                 .iter()
                 .filter(|(_, r)| !r.is_empty())
-                .map(|(pid, r)| (*pid, r.iter().sum::<f64>() / r.len() as f64))
+                .map(|(pid, r)| (*pid, guard::mean(r)))
                 .collect()
         })
     }
@@ -410,7 +398,7 @@ impl OverflowTrial {
                     |v: Option<&Vec<u64>>, i: usize| v.and_then(|v| v.get(i)).copied().unwrap_or(0);
                 (0..topology.len()).filter(move |&i| {
                     let now = at(Some(&p.resident_bytes_by_node), i);
-                    now > at(before, i).saturating_add(self.limits.min_bytes)
+                    now > at(before, i).saturating_add(self.limits.min_move_bytes)
                 })
             })
             .collect();
@@ -481,22 +469,14 @@ impl OverflowTrial {
     /// The processes with overflow now: memory (at least the lane's smallest move) on nodes
     /// running none of their threads, their user's binding aside.
     fn with_overflow(&self, topology: &Topology, observation: &Observation) -> BTreeSet<Pid> {
-        let nodes = topology.nodes();
         observation
             .processes
             .iter()
             .filter(|p| !crate::remote::user_placed(p))
             .filter(|p| {
-                let away = p
-                    .resident_bytes_by_node
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| {
-                        nodes
-                            .get(*i)
-                            .is_some_and(|n| p.threads.iter().all(|t| t.node != n.id))
-                    });
-                away.map(|(_, b)| *b).sum::<u64>() >= self.limits.min_bytes.max(1)
+                let away = away_nodes(topology, p).into_iter();
+                let bytes = away.filter_map(|i| p.resident_bytes_by_node.get(i));
+                bytes.sum::<u64>() >= self.limits.min_move_bytes.max(1)
             })
             .map(|p| p.pid)
             .collect()
@@ -569,15 +549,13 @@ impl OverflowTrial {
                 m.map_or(0, |m| m.free_bytes)
             })
             .collect();
-        let mut budget = self.limits.max_bytes;
+        let mut budget = self.limits.max_move_bytes;
         let mut out = Vec::new();
         for p in &observation.processes {
             let Some(before) = self.kernel.get(&p.pid) else {
                 continue;
             };
-            let away: Vec<usize> = (0..nodes.len())
-                .filter(|&i| p.threads.iter().all(|t| t.node != nodes[i].id))
-                .collect();
+            let away = away_nodes(topology, p);
             // What a node cannot take stays where it is.
             let mut target = before.clone();
             for &i in &away {
@@ -588,17 +566,13 @@ impl OverflowTrial {
                 }
             }
             let mine = &p.resident_bytes_by_node;
-            for (from, to, bytes) in transfers(mine, &target, &away, self.limits.min_bytes, budget)
+            for (from, to, bytes) in
+                transfers(mine, &target, &away, self.limits.min_move_bytes, budget)
             {
                 budget -= bytes;
                 room[to] = room[to].saturating_sub(bytes);
                 room[from] = room[from].saturating_add(bytes);
-                out.push(Action::MoveNodePages {
-                    pid: p.pid,
-                    from: nodes[from].id,
-                    to: NodeList::from_slice(&[nodes[to].id]),
-                    pages: bytes / PAGE,
-                });
+                out.push(move_action(topology, p.pid, from, to, bytes));
             }
         }
         out

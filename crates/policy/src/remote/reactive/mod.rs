@@ -38,6 +38,42 @@ pub(crate) struct Limits {
     pub min_move_bytes: u64,
 }
 
+impl Limits {
+    /// The limits given in MiB.
+    pub(crate) fn from_mib(max_move_mib: u64, min_move_mib: u64) -> Self {
+        Self {
+            max_move_bytes: max_move_mib.saturating_mul(1 << 20),
+            min_move_bytes: min_move_mib.saturating_mul(1 << 20),
+        }
+    }
+}
+
+/// Dense indices of the nodes that run none of `p`'s threads: its memory there is overflow.
+pub(crate) fn away_nodes(topology: &Topology, p: &ProcessInfo) -> Vec<usize> {
+    let nodes = topology.nodes();
+    (0..nodes.len())
+        .filter(|&i| p.threads.iter().all(|t| t.node != nodes[i].id))
+        .collect()
+}
+
+/// The move of `bytes` of `pid`'s memory from node `from` to node `to` (dense indices), in
+/// whole base pages.
+pub(crate) fn move_action(
+    topology: &Topology,
+    pid: Pid,
+    from: usize,
+    to: usize,
+    bytes: u64,
+) -> Action {
+    let nodes = topology.nodes();
+    Action::MoveNodePages {
+        pid,
+        from: nodes[from].id,
+        to: NodeList::from_slice(&[nodes[to].id]),
+        pages: bytes / PAGE,
+    }
+}
+
 /// Where one process stands.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct ProcessState {
@@ -109,12 +145,7 @@ impl Reactive {
                 room[from].free += bytes as f64;
                 room[to].free -= bytes as f64;
                 budget -= bytes;
-                actions.push(Action::MoveNodePages {
-                    pid: p.pid,
-                    from: topology.nodes()[from].id,
-                    to: NodeList::from_slice(&[topology.nodes()[to].id]),
-                    pages: bytes / PAGE,
-                });
+                actions.push(move_action(topology, p.pid, from, to, bytes));
             }
         }
         actions
@@ -203,9 +234,7 @@ impl Layout {
         let n = topology.len();
         let mut mine = p.resident_bytes_by_node.clone();
         mine.resize(n, 0);
-        let away = (0..n)
-            .filter(|&i| !threads.contains_key(&topology.nodes()[i].id))
-            .collect();
+        let away = away_nodes(topology, p);
         Some(Self {
             mine,
             tiers,

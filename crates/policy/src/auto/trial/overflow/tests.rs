@@ -1,6 +1,8 @@
 use super::*;
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{CpuId, NodeId, NodeMemory, ProcessInfo, ThreadCounters, ThreadInfo, Tid};
+use rondpoint_model::{
+    CpuId, NodeId, NodeList, NodeMemory, ProcessInfo, ThreadCounters, ThreadInfo, Tid,
+};
 
 const GIB: u64 = 1 << 30;
 
@@ -120,9 +122,9 @@ impl Machine {
     }
 }
 
-const LIMITS: MoveLimits = MoveLimits {
-    max_bytes: 2 * GIB,
-    min_bytes: 64 << 20,
+const LIMITS: Limits = Limits {
+    max_move_bytes: 2 * GIB,
+    min_move_bytes: 64 << 20,
 };
 
 /// Runs `epochs` epochs as `auto` does: the trial observes, then the lane proposes unless
@@ -149,7 +151,7 @@ fn run(m: &mut Machine, t: &mut OverflowTrial, epochs: usize) -> Vec<(usize, usi
 }
 
 fn trial() -> OverflowTrial {
-    OverflowTrial::new(TrialConfig::default(), LIMITS, None)
+    OverflowTrial::new(TrialConfig::default(), LIMITS)
 }
 
 /// Program 2's losses.
@@ -290,17 +292,9 @@ fn a_trial_switched_off_or_impossible_leaves_the_lane_alone() {
         overflow: false,
         ..TrialConfig::default()
     };
-    for (mut t, note) in [
-        (OverflowTrial::new(off, LIMITS, None), false),
-        (
-            OverflowTrial::new(
-                TrialConfig::default(),
-                LIMITS,
-                Some("placed at allocation".into()),
-            ),
-            true,
-        ),
-    ] {
+    let mut impossible = trial();
+    impossible.skip("placed at allocation".into());
+    for (mut t, note) in [(OverflowTrial::new(off, LIMITS), false), (impossible, true)] {
         let mut m = Machine::new(4, per_gib_3pct);
         run(&mut m, &mut t, 6);
         assert_eq!(m.on_node2(), 4);
