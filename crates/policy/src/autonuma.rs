@@ -40,7 +40,7 @@ use rondpoint_model::{
 use rondpoint_policy_api::bounds::{Bounds, FRACTION, ParamBounds, TRACKED_PAGES, check_config};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `[autonuma]` parameters. Out-of-range values are clamped when the policy is built.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -324,7 +324,7 @@ impl Policy for AutoNuma {
         }
         // Page -> (node it was on, node it goes to) for this epoch's migrations.
         let mut planned: FxHashMap<PageKey, (Option<NodeId>, NodeId)> = FxHashMap::default();
-        let processes: HashMap<Pid, &ProcessInfo> =
+        let processes: FxHashMap<Pid, &ProcessInfo> =
             observation.processes.iter().map(|p| (p.pid, p)).collect();
         for s in &observation.samples {
             let Some(ni) = topology.index_of(s.node) else {

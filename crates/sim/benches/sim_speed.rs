@@ -6,8 +6,10 @@
 //! evaluation: every preset workload under first-touch, interleave, AutoNUMA and Carrefour on
 //! both Opteron machines of [Dashti13 §4.1]. Targets: streamcluster with 16 threads on
 //! opteron-8385 at least 100x faster than real time under first-touch (issue 3) and 1,000x
-//! under Carrefour and AutoNUMA (issue 38, not met); at most 2 bytes of state per simulated
-//! 4 KiB page; the whole evaluation in under a minute (issue 38); the placement bound of 256
+//! under Carrefour and AutoNUMA (issue 38, not met: both draw every sample, 500,000 IBS samples
+//! and 770,000 hinting faults in that run, and each costs the simulator's draw plus the
+//! policy's count, so about 100 ns a sample bounds them near 300x); at most 2 bytes of state
+//! per simulated 4 KiB page; the whole evaluation in under a minute (issue 38); the placement bound of 256
 //! threads over 48 GiB on 16 nodes in under 10 s (issue 38).
 
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};

@@ -523,6 +523,29 @@ fn hinting_faults_follow_the_scan_rate() {
     assert!(b.mapping_policies > 0);
 }
 
+#[test]
+fn a_process_smaller_than_the_scan_size_is_scanned_once_per_period() {
+    // 64 MiB of memory, 256 MiB allowed per 100 ms: Linux's scanner stops at the end of the
+    // address space and starts over at the next period (task_numa_work, reset_ptenuma_scan),
+    // so 64 MiB per period are scanned, not 256.
+    let scan = SamplingRequest {
+        hinting: Some(HintingScan {
+            scan_bytes: 256 << 20,
+            period_ms: 100,
+        }),
+        ..SamplingRequest::NONE
+    };
+    let (w, t, scanned) = watch(scan, 3);
+    let per_period = (64u64 << 20) as f64;
+    let periods = t / 1e8;
+    assert!(
+        scanned as f64 <= per_period * periods.ceil() + 4096.0
+            && scanned as f64 >= per_period * (periods.floor() - 1.0),
+        "{scanned} bytes in {periods:.2} periods"
+    );
+    assert!(w.hinting as u64 <= scanned / 4096);
+}
+
 /// One single-threaded application on `small()` that first-touches `size_mib` from node 0.
 fn one_app(size_mib: f64) -> SimMachine {
     SimMachine::new(

@@ -302,6 +302,8 @@ fn build_app(a: &AppSpec, ai: usize, threads: Vec<usize>, n: usize) -> Result<Ap
         interleave_cursor: 0,
         scan_cursor: (0, 0),
         scan_credit: 0.0,
+        scan_pass_ns: None,
+        scan_wait_ns: 0.0,
         done_ns: None,
     })
 }

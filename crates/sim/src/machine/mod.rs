@@ -127,9 +127,13 @@ struct App {
     mempolicy: MemPolicy,
     allocated: bool,
     interleave_cursor: usize,
-    /// Hinting-fault scanner: next (region, page), and bytes it may still scan.
+    /// Hinting-fault scanner: next (region, page), bytes it may still scan, when the current
+    /// pass over the address space began, and the time before which it waits (a pass that
+    /// reached the end waits for its period to be over).
     scan_cursor: (usize, usize),
     scan_credit: f64,
+    scan_pass_ns: Option<f64>,
+    scan_wait_ns: f64,
     done_ns: Option<f64>,
 }
 

@@ -123,9 +123,12 @@ impl SimMachine {
         }
     }
 
-    /// Linux's NUMA hinting-fault scanner (task_numa_work): each period it revokes access to
-    /// the next `scan_bytes` of every process's address space, cyclically; the first access to
-    /// a revoked page faults and records which CPU touched it. Here a scanned page faults
+    /// Linux's NUMA hinting-fault scanner (task_numa_work): once a period it revokes access to
+    /// the next `scan_bytes` of every process's address space, stopping at its end (the next
+    /// period starts over at the beginning: `reset_ptenuma_scan`), so a process smaller than
+    /// `scan_bytes` is scanned once per period, not more; the first access to a revoked page
+    /// faults and records which CPU touched it. Here the scan runs at `scan_bytes` per period,
+    /// a pass that reaches the end waits for its period to be over, and a scanned page faults
     /// within the period with the probability that some thread touches it (Poisson, from each
     /// thread's DRAM access rate to that page), from the thread drawn in proportion to its
     /// rate. Costs: the protection change per MiB scanned, and one fault per sample, both
@@ -136,61 +139,94 @@ impl SimMachine {
             // Linux's scanner (`task_numa_work`) skips mappings whose policy lacks MPOL_F_MOF:
             // every explicit policy set here, since the sim has no MPOL_F_NUMA_BALANCING. The
             // overflow policy is the default policy with another fallback: scanned.
-            if self.apps[ai].mempolicy.mode().is_some() {
+            if self.apps[ai].mempolicy.mode().is_some() || self.now_ns < self.apps[ai].scan_wait_ns
+            {
                 continue;
             }
             let runners = self.running_blocks(ai).unwrap_or_default();
             if runners.is_empty() {
                 continue;
             }
-            self.apps[ai].scan_credit += scan.scan_bytes as f64 * dt / period_ns;
-            let mut scanned = 0.0;
-            let mut rates = vec![0.0; runners.len()];
-            loop {
-                let (ri, page) = self.apps[ai].scan_cursor;
-                let region = &self.apps[ai].regions[ri];
-                let here = region.node_of(page);
-                let (bytes, len, allocated) = (
-                    region.page_size.bytes() as f64,
-                    region.len(),
-                    here != UNALLOCATED,
-                );
-                let b = region.block_of(page);
-                let total = region.block_total(b);
-                let w = if total > 0.0 {
-                    region.weight(page) / total
-                } else {
-                    0.0
-                };
-                if self.apps[ai].scan_credit < bytes {
-                    break;
-                }
-                self.apps[ai].scan_credit -= bytes;
-                scanned += bytes;
-                self.apps[ai].scan_cursor = if page + 1 < len {
-                    (ri, page + 1)
-                } else {
-                    ((ri + 1) % self.apps[ai].regions.len(), 0)
-                };
-                if !allocated || w <= 0.0 {
-                    continue;
-                }
-                let mut sum = 0.0;
-                for (k, (t, blocks)) in runners.iter().enumerate() {
-                    rates[k] = self.threads[*t].llc_pressure * share_of(blocks, ri, b) * w;
-                    sum += rates[k];
-                }
-                if sum <= 0.0 || self.rng.random::<f64>() >= 1.0 - (-sum * period_ns).exp() {
-                    continue;
-                }
-                let u = self.rng.random::<f64>();
-                let pick = weighted_index(rates.iter().copied(), u).unwrap_or(0);
-                self.hinting_fault(runners[pick].0, ri, page);
-            }
+            let now = self.now_ns;
+            let app = &mut self.apps[ai];
+            app.scan_pass_ns.get_or_insert(now);
+            app.scan_credit += scan.scan_bytes as f64 * dt / period_ns;
+            let scanned = self.scan_pages(ai, &runners, period_ns, now + dt);
             self.totals.scanned_bytes += scanned;
             let cost = scanned / 1_048_576.0 * self.spec.costs.numa_scan_ns_per_mib;
             self.charge_app(ai, cost);
         }
+    }
+
+    /// Scans app `ai`'s pages from its cursor while its credit lasts or until the end of its
+    /// address space (in the step that ends at `step_end`); returns the bytes scanned.
+    fn scan_pages(
+        &mut self,
+        ai: usize,
+        runners: &[(usize, BlockShares)],
+        period_ns: f64,
+        step_end: f64,
+    ) -> f64 {
+        let mut scanned = 0.0;
+        // Each runner's access rate to the current block, per unit of page weight: the same
+        // for every page of a block, so computed once per block.
+        let mut block: Option<(usize, usize)> = None;
+        let mut rates = vec![0.0; runners.len()];
+        let mut rate_sum = 0.0;
+        loop {
+            let (ri, page) = self.apps[ai].scan_cursor;
+            let region = &self.apps[ai].regions[ri];
+            let bytes = region.page_size.bytes() as f64;
+            if self.apps[ai].scan_credit < bytes {
+                break;
+            }
+            let allocated = region.node_of(page) != UNALLOCATED;
+            let b = region.block_of(page);
+            let total = region.block_total(b);
+            let w = if total > 0.0 {
+                region.weight(page) / total
+            } else {
+                0.0
+            };
+            let last = page + 1 >= region.len();
+            let app = &mut self.apps[ai];
+            app.scan_credit -= bytes;
+            scanned += bytes;
+            app.scan_cursor = if !last {
+                (ri, page + 1)
+            } else {
+                ((ri + 1) % app.regions.len(), 0)
+            };
+            if allocated && w > 0.0 {
+                if block != Some((ri, b)) {
+                    block = Some((ri, b));
+                    for (k, (t, blocks)) in runners.iter().enumerate() {
+                        rates[k] = self.threads[*t].llc_pressure * share_of(blocks, ri, b);
+                    }
+                    rate_sum = rates.iter().sum();
+                }
+                let sum = rate_sum * w;
+                if sum > 0.0 && self.rng.random::<f64>() < 1.0 - (-sum * period_ns).exp() {
+                    let u = self.rng.random::<f64>();
+                    let pick = weighted_index(rates.iter().copied(), u).unwrap_or(0);
+                    self.hinting_fault(runners[pick].0, ri, page);
+                }
+            }
+            if last && self.apps[ai].scan_cursor == (0, 0) {
+                // The end of the address space, reached by the end of this step: the pass is
+                // over until the period it ended in is (a process larger than `scan_bytes`
+                // takes several periods, one scan each).
+                let app = &mut self.apps[ai];
+                let began = app.scan_pass_ns.unwrap_or(step_end);
+                let periods = ((step_end - began) / period_ns - 1e-9).ceil().max(1.0);
+                let next = began + periods * period_ns;
+                app.scan_credit = 0.0;
+                app.scan_wait_ns = next;
+                app.scan_pass_ns = Some(next);
+                break;
+            }
+        }
+        scanned
     }
 
     /// Thread `t` faults on the scanned page `page` of region `ri` of its app: a sample of the
