@@ -169,10 +169,8 @@ fn move_pages(args: &MigrateArgs, pages: &[u64], thp_maps: &[ThpMapping]) -> Res
     let mut moved = 0u64;
     let mut bytes = 0u64;
     let mut failures: BTreeMap<String, u64> = BTreeMap::new();
-    for (batch, before) in todo
-        .chunks(actuate::BATCH)
-        .zip(todo_now.chunks(actuate::BATCH))
-    {
+    let chunk = chunk_pages(args.max_mb_per_s);
+    for (batch, before) in todo.chunks(chunk).zip(todo_now.chunks(chunk)) {
         let t0 = Instant::now();
         let targets = vec![to; batch.len()];
         let r = actuate::move_pages_from(&mut sys, pid, batch, before, &targets)
@@ -208,6 +206,17 @@ fn move_pages(args: &MigrateArgs, pages: &[u64], thp_maps: &[ThpMapping]) -> Res
         seconds,
         mb_per_s: bytes as f64 / 1e6 / seconds.max(1e-9),
     })
+}
+
+/// Pages per move_pages call: all of them at once without a cap (each call that moves costs
+/// the whole machine a drain of every CPU's LRU batches: actuate::pages), else about a tenth of
+/// a second's worth of the cap, so that the cap is kept between calls.
+fn chunk_pages(max_mb_per_s: u64) -> usize {
+    if max_mb_per_s == 0 {
+        return actuate::MOVE_BATCH;
+    }
+    let tenth = max_mb_per_s as f64 * 1e6 / 10.0 / 4096.0;
+    (tenth as usize).clamp(64, actuate::MOVE_BATCH)
 }
 
 /// The one-line human form of the report.
@@ -269,6 +278,15 @@ mod tests {
             "{}",
             render(&report)
         );
+    }
+
+    #[test]
+    fn moves_go_in_one_call_unless_capped() {
+        assert_eq!(chunk_pages(0), actuate::MOVE_BATCH);
+        // 100 MB/s: 10 MB a tenth of a second, 2,441 pages of 4 KiB.
+        assert_eq!(chunk_pages(100), 2441);
+        assert_eq!(chunk_pages(1), 64);
+        assert_eq!(chunk_pages(u64::MAX / 2), actuate::MOVE_BATCH);
     }
 
     #[test]

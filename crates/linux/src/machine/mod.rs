@@ -349,6 +349,46 @@ impl<S: Sys> LinuxMachine<S> {
     }
 }
 
+impl<S: Sys> LinuxMachine<S> {
+    /// Carries out the page placements gathered so far, and empties the run.
+    fn place_run(
+        &mut self,
+        actions: &[Action],
+        run: &mut Vec<actuate::Placement<'_>>,
+        out: &mut Vec<Outcome>,
+    ) {
+        if run.is_empty() {
+            return;
+        }
+        let outcomes = actuate::place_all(&mut self.sys, &self.topology, run);
+        out.extend(
+            outcomes
+                .into_iter()
+                .map(|o| actuate::placed(&actions[o.action], o)),
+        );
+        run.clear();
+    }
+
+    /// Carries out an action that is not a page placement.
+    fn apply_one(&mut self, i: usize, a: &Action) -> Outcome {
+        if let Action::MoveNodePages {
+            pid,
+            from,
+            to,
+            pages,
+        } = a
+        {
+            return self.move_node_pages(i, *pid, *from, to, *pages);
+        }
+        // Moving a whole application moves every thread it has now.
+        let threads: Vec<Tid> = match a {
+            Action::MoveApplication { .. } => process::tids_of(&self.proc, a.pid()),
+            _ => Vec::new(),
+        };
+        actuate::apply(&mut self.sys, &self.topology, i, a, &threads)
+    }
+}
+
 impl<S: Sys> Machine for LinuxMachine<S> {
     type Error = LiveError;
 
@@ -462,8 +502,11 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         Some(for_pid(action, pid))
     }
 
+    /// Carries out the actions in order, each run of page placements together (one
+    /// move_pages call for a process's pages: [`actuate::place_all`]).
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, LiveError> {
-        let mut out = Vec::with_capacity(actions.len());
+        let mut out: Vec<Outcome> = Vec::with_capacity(actions.len());
+        let mut run: Vec<actuate::Placement<'_>> = Vec::new();
         for (i, a) in actions.iter().enumerate() {
             let pid = a.pid();
             if !self.managed.contains(&pid) {
@@ -475,31 +518,17 @@ impl<S: Sys> Machine for LinuxMachine<S> {
                 ));
                 continue;
             }
-            // Moving a whole application moves every thread it has now.
-            let threads: Vec<Tid> = match a {
-                Action::MoveApplication { .. } => process::tids_of(&self.proc, pid),
-                _ => Vec::new(),
-            };
             self.forget_moved_pages(a);
             self.memory.changed(pid);
-            if let Action::MoveNodePages {
-                pid,
-                from,
-                to,
-                pages,
-            } = a
-            {
-                out.push(self.move_node_pages(i, *pid, *from, to, *pages));
+            if let Some(p) = actuate::placement_of(i, a) {
+                run.push(p);
                 continue;
             }
-            out.push(actuate::apply(
-                &mut self.sys,
-                &self.topology,
-                i,
-                a,
-                &threads,
-            ));
+            self.place_run(actions, &mut run, &mut out);
+            out.push(self.apply_one(i, a));
         }
+        self.place_run(actions, &mut run, &mut out);
+        out.sort_by_key(|o| o.action);
         Ok(out)
     }
 

@@ -2,6 +2,7 @@
 //! may have changed.
 
 use super::*;
+use rondpoint_model::OutcomeStatus;
 
 /// memhog's stat, the process's and each thread's, with resident size `rss` pages (the
 /// kernel gives every thread its process's).
@@ -96,4 +97,52 @@ fn room_on_a_node_is_the_kernels_estimate_or_the_conservative_rule_without_zonei
     assert!(!m.watermarks_known());
     let reserve = LiveConfig::default().reserve_free_bytes;
     assert_eq!(m.room()[&NodeId(0)], (6_412_380 << 10) - reserve);
+}
+
+#[test]
+fn an_epochs_page_moves_of_a_process_go_in_one_move_call_in_action_order() {
+    // Carrefour returns many small actions an epoch; each move_pages call that moves costs
+    // the whole machine an LRU drain (actuate::pages), so the run of placements goes in one.
+    let base = 0x7f1a_0000_0000u64;
+    let placed: Vec<(u64, i32)> = (0..8).map(|k| (base + k * 4096, 0)).collect();
+    let (_dir, _root, mut m) =
+        on_proc_copy(FakeSys::new().with_process(MEMHOG.0, &placed), vec![MEMHOG]);
+    let page = |k: u64| PageRange::new(MEMHOG, base + k * 4096, 1, PageSize::Base4K).unwrap();
+    let pin = Action::PinThread {
+        pid: MEMHOG,
+        tid: Tid(MEMHOG.0),
+        cpus: vec![CpuId(0)],
+    };
+    let mut actions: Vec<Action> = (0..3)
+        .map(|k| Action::MigratePages {
+            range: page(k),
+            to: NodeId(1),
+        })
+        .collect();
+    actions.push(pin);
+    actions.push(Action::Interleave {
+        range: PageRange::new(MEMHOG, base + 3 * 4096, 4, PageSize::Base4K).unwrap(),
+        nodes: NodeList::from_slice(&[NodeId(2), NodeId(3)]),
+    });
+    actions.push(Action::Replicate {
+        range: page(7),
+        nodes: NodeList::from_slice(&[NodeId(0), NodeId(1)]),
+    });
+    m.sys.calls.clear();
+    let out = m.apply(&actions).unwrap();
+    let index: Vec<usize> = out.iter().map(|o| o.action).collect();
+    assert_eq!(index, vec![0, 1, 2, 3, 4, 5]);
+    assert!(
+        out.iter().all(|o| o.status != OutcomeStatus::Failed),
+        "{out:?}"
+    );
+    assert_eq!(out[5].status, OutcomeStatus::Substituted);
+    let moves = m
+        .sys
+        .calls_named("move_pages")
+        .into_iter()
+        .filter(|c| matches!(c, Call::MovePages { nodes: Some(_), .. }))
+        .count();
+    // The three migrations before the pin, then the interleave and the replication after it.
+    assert_eq!(moves, 2);
 }

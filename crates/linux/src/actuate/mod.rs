@@ -1,173 +1,58 @@
-//! Carrying out actions on a live kernel: page moves (move_pages, batched per target node,
-//! verified by a placement query), whole-application moves (sched_setaffinity and
+//! Carrying out actions on a live kernel: page moves ([`pages`]: move_pages, a process's moves
+//! together, verified by a placement query), whole-application moves (sched_setaffinity and
 //! migrate_pages), thread pinning. Backends decide nothing: an action is done as asked, or
 //! reported as not done with the reason.
-//!
-//! Outcome accounting per page: `pages_done` counts pages a placement query found on their
-//! target node after the move (pages already there count as done without a move);
-//! failures are counted by the errno the kernel reported for the page (EBUSY, ENOMEM, EFAULT,
-//! ENOENT for a page not present, EACCES for a page shared with another process, ...).
+
+mod pages;
+
+pub use pages::{
+    MOVE_BATCH, MoveReport, Placement, QUERY_BATCH, move_pages_from, move_pages_to, place_all,
+    query,
+};
 
 use crate::sys::{Errno, NodeMask, Sys};
-use rondpoint_model::{
-    Action, CpuId, NodeId, Outcome, OutcomeStatus, PageCounts, PageRange, Pid, Tid, Topology,
-};
-use std::collections::BTreeMap;
-
-/// Pages per move_pages call (the kernel processes any count, but a bounded batch keeps each
-/// call short and lets a rate cap stop between batches).
-pub const BATCH: usize = 1024;
-
-/// What the kernel did with a batch of page moves.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MoveReport {
-    pub requested: u64,
-    /// On the target node afterwards (moved, or already there).
-    pub done: u64,
-    /// Moved by this call (not already there).
-    pub moved: u64,
-    /// Failures by errno name.
-    pub failures: BTreeMap<String, u64>,
-}
-
-impl MoveReport {
-    fn fail(&mut self, what: String, n: u64) {
-        *self.failures.entry(what).or_default() += n;
-    }
-}
-
-/// Moves `pages` (page start addresses) of `pid` so that page i ends on `targets[i]`: queries
-/// where they are, moves the ones that are elsewhere in batches per target node, and verifies
-/// with a second query. A process that exits meanwhile gives `Err(ESRCH)`.
-pub fn move_pages_to(
-    sys: &mut dyn Sys,
-    pid: Pid,
-    pages: &[u64],
-    targets: &[i32],
-) -> Result<MoveReport, Errno> {
-    let before = query(sys, pid, pages)?;
-    move_pages_from(sys, pid, pages, &before, targets)
-}
-
-/// [`move_pages_to`] for pages whose nodes the caller has just queried (`before[i]`, node or
-/// negative errno, as [`query`] gives them): one round trip fewer.
-pub fn move_pages_from(
-    sys: &mut dyn Sys,
-    pid: Pid,
-    pages: &[u64],
-    before: &[i32],
-    targets: &[i32],
-) -> Result<MoveReport, Errno> {
-    let mut report = MoveReport {
-        requested: pages.len() as u64,
-        ..MoveReport::default()
-    };
-    let mut by_target: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
-    for (i, &now) in before.iter().enumerate() {
-        if now == targets[i] {
-            report.done += 1;
-        } else if now < 0 {
-            report.fail(Errno(-now).name(), 1);
-        } else {
-            by_target.entry(targets[i]).or_default().push(i);
-        }
-    }
-    let mut attempted = Vec::new();
-    for (&node, idx) in &by_target {
-        for chunk in idx.chunks(BATCH) {
-            let batch: Vec<u64> = chunk.iter().map(|&i| pages[i]).collect();
-            let nodes = vec![node; batch.len()];
-            let mut status = vec![0i32; batch.len()];
-            match sys.move_pages(pid, &batch, Some(&nodes), &mut status) {
-                Ok(()) => {}
-                Err(e) if e == Errno::ESRCH => return Err(e),
-                Err(e) => {
-                    report.fail(e.name(), batch.len() as u64);
-                    continue;
-                }
-            }
-            for (k, &s) in status.iter().enumerate() {
-                if s < 0 {
-                    report.fail(Errno(-s).name(), 1);
-                } else {
-                    attempted.push(chunk[k]);
-                }
-            }
-        }
-    }
-    // Verify: the kernel's status says where the page is, but THP splits, races with the
-    // program and migrations that silently did nothing are only seen by asking again.
-    if !attempted.is_empty() {
-        let addrs: Vec<u64> = attempted.iter().map(|&i| pages[i]).collect();
-        let after = query(sys, pid, &addrs)?;
-        for (k, &i) in attempted.iter().enumerate() {
-            if after[k] == targets[i] {
-                report.done += 1;
-                report.moved += 1;
-            } else {
-                report.fail("not moved (verified)".into(), 1);
-            }
-        }
-    }
-    Ok(report)
-}
-
-/// Where each page is (node, or negative errno), in batches.
-pub fn query(sys: &mut dyn Sys, pid: Pid, pages: &[u64]) -> Result<Vec<i32>, Errno> {
-    let mut out = Vec::with_capacity(pages.len());
-    for chunk in pages.chunks(BATCH) {
-        let mut status = vec![0i32; chunk.len()];
-        sys.move_pages(pid, chunk, None, &mut status)?;
-        out.extend_from_slice(&status);
-    }
-    Ok(out)
-}
-
-fn outcome_from(index: usize, r: &MoveReport, page_bytes: u64) -> Outcome {
-    let failures: Vec<(String, u64)> = r.failures.iter().map(|(k, v)| (k.clone(), *v)).collect();
-    let counts = PageCounts {
-        requested: r.requested,
-        done: r.done,
-        moved: r.moved,
-        bytes_copied: r.moved * page_bytes,
-    };
-    Outcome::for_pages(index, counts, failures)
-}
+use rondpoint_model::{Action, CpuId, NodeId, Outcome, OutcomeStatus, Pid, Tid, Topology};
 
 fn gone(index: usize, pages: u64, pid: Pid) -> Outcome {
     Outcome::skipped(index, pages, format!("{pid} has exited"))
 }
 
-/// Page start addresses of a range at its own page size (for a 2 MiB range, the first 4 KiB
-/// page of each huge page: moving it moves the whole huge page).
-fn addresses(range: &PageRange) -> Vec<u64> {
-    range.page_starts().collect()
+/// The placement an action asks for, if it is one: its pages and the nodes they go to.
+pub fn placement_of(index: usize, action: &Action) -> Option<Placement<'_>> {
+    match action {
+        Action::MigratePages { range, to } => Some(Placement {
+            index,
+            range,
+            nodes: std::slice::from_ref(to),
+        }),
+        Action::Interleave { range, nodes } | Action::Replicate { range, nodes } => {
+            Some(Placement {
+                index,
+                range,
+                nodes,
+            })
+        }
+        _ => None,
+    }
 }
 
-/// Moves the pages of `range` round-robin over `nodes` (one node: all of them there) and turns
-/// the kernel's answers into an outcome.
-fn place(
-    sys: &mut dyn Sys,
-    topology: &Topology,
-    index: usize,
-    range: &PageRange,
-    nodes: &[NodeId],
-) -> Outcome {
-    let nums: Option<Vec<i32>> = nodes
-        .iter()
-        .map(|id| topology.index_of(*id).map(|_| i32::from(id.0)))
-        .collect();
-    let Some(nums) = nums.filter(|v| !v.is_empty()) else {
-        let names: Vec<String> = nodes.iter().map(NodeId::to_string).collect();
-        return Outcome::failed(index, format!("no such node among [{}]", names.join(", ")));
-    };
-    let pages = addresses(range);
-    let targets: Vec<i32> = (0..pages.len()).map(|i| nums[i % nums.len()]).collect();
-    match move_pages_to(sys, range.pid, &pages, &targets) {
-        Ok(r) => outcome_from(index, &r, range.page_size.bytes()),
-        Err(e) if e == Errno::ESRCH => gone(index, range.count, range.pid),
-        Err(e) => Outcome::failed(index, format!("move_pages: {e}")),
+/// The outcome of a placement, as the action that asked for it reports it: upstream Linux
+/// cannot replicate another process's pages (Carrefour patched the kernel), so a replication
+/// is carried out as the nearest effect on traffic, its pages spread over the nodes that read
+/// them (which balances the controllers the replicas would have relieved), and says so.
+pub fn placed(action: &Action, mut o: Outcome) -> Outcome {
+    if let Action::Replicate { nodes, .. } = action {
+        if matches!(o.status, OutcomeStatus::Applied | OutcomeStatus::Partial) {
+            o.status = OutcomeStatus::Substituted;
+            let names: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+            o.note = Some(format!(
+                "Linux cannot replicate another process's pages; interleaved them over \
+                 nodes {} instead",
+                names.join(",")
+            ));
+        }
     }
+    o
 }
 
 /// Carries out one action. `threads` are the task ids of the action's process as the caller
@@ -180,23 +65,15 @@ pub fn apply(
     threads: &[Tid],
 ) -> Outcome {
     match action {
-        Action::MigratePages { range, to } => place(sys, topology, index, range, &[*to]),
-        Action::Interleave { range, nodes } => place(sys, topology, index, range, nodes),
-        Action::Replicate { range, nodes } => {
-            // Upstream Linux cannot replicate another process's pages (Carrefour patched the
-            // kernel). The nearest effect on traffic is to spread the pages over the nodes that
-            // read them, which balances the controllers the replicas would have relieved.
-            let mut o = place(sys, topology, index, range, nodes);
-            if matches!(o.status, OutcomeStatus::Applied | OutcomeStatus::Partial) {
-                o.status = OutcomeStatus::Substituted;
-                let names: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
-                o.note = Some(format!(
-                    "Linux cannot replicate another process's pages; interleaved them over \
-                     nodes {} instead",
-                    names.join(",")
-                ));
-            }
-            o
+        Action::MigratePages { .. } | Action::Interleave { .. } | Action::Replicate { .. } => {
+            let Some(p) = placement_of(index, action) else {
+                return Outcome::failed(index, "not a placement");
+            };
+            let o = place_all(sys, topology, &[p]).pop();
+            placed(
+                action,
+                o.unwrap_or_else(|| Outcome::failed(index, "not carried out")),
+            )
         }
         Action::PinThread { pid, tid, cpus } => {
             if cpus.is_empty() {
@@ -284,7 +161,7 @@ mod tests {
     use super::*;
     use crate::sys::{Call, FakeSys};
     use rondpoint_model::synthetic::TopologyBuilder;
-    use rondpoint_model::{NodeList, PageSize};
+    use rondpoint_model::{NodeList, PageRange, PageSize};
 
     const P: i32 = 42;
     const A: u64 = 0x7f00_0000_0000;
@@ -374,7 +251,7 @@ mod tests {
     }
 
     #[test]
-    fn interleave_batches_per_target_node() {
+    fn interleave_moves_in_one_call_grouped_by_target_node() {
         let mut sys = sys_with(4, 0);
         let o = apply(
             &mut sys,
@@ -393,16 +270,76 @@ mod tests {
             .collect();
         assert_eq!(
             moves,
+            vec![&Call::MovePages {
+                pid: Pid(P),
+                pages: vec![A, A + 8192, A + 4096, A + 12288],
+                nodes: Some(vec![1, 1, 3, 3])
+            }]
+        );
+    }
+
+    #[test]
+    fn placements_of_one_process_go_in_one_query_one_move_and_one_check() {
+        // Two processes; the first has three placements, one of them naming no node here.
+        let mut sys = sys_with(6, 0).with_process(7, &[(A, 1), (A + 4096, 1)]);
+        let r = |start: u64, count: u64| PageRange::new(Pid(P), start, count, PageSize::Base4K);
+        let (r1, r2) = (r(A, 2).unwrap(), r(A + 2 * 4096, 4).unwrap());
+        let r3 = PageRange::new(Pid(7), A, 2, PageSize::Base4K).unwrap();
+        let (to1, to2, to3, bad) = (
+            [NodeId(2)],
+            [NodeId(1), NodeId(3)],
+            [NodeId(0)],
+            [NodeId(9)],
+        );
+        let placements = [
+            Placement {
+                index: 0,
+                range: &r1,
+                nodes: &to1,
+            },
+            Placement {
+                index: 1,
+                range: &r3,
+                nodes: &to3,
+            },
+            Placement {
+                index: 2,
+                range: &r1,
+                nodes: &bad,
+            },
+            Placement {
+                index: 3,
+                range: &r2,
+                nodes: &to2,
+            },
+        ];
+        let out = place_all(&mut sys, &topo(), &placements);
+        let index: Vec<usize> = out.iter().map(|o| o.action).collect();
+        assert_eq!(index, vec![0, 1, 2, 3]);
+        let done: Vec<u64> = out.iter().map(|o| o.pages_done).collect();
+        assert_eq!(done, vec![2, 2, 0, 4]);
+        assert_eq!(out[2].status, OutcomeStatus::Failed);
+        // Per process: a query, a move, a verification.
+        let calls = sys.calls_named("move_pages");
+        assert_eq!(calls.len(), 6, "{calls:?}");
+        let moves: Vec<&Call> = calls
+            .into_iter()
+            .filter(|c| matches!(c, Call::MovePages { nodes: Some(_), .. }))
+            .collect();
+        // Grouped by target node, in address order within a node; processes by pid.
+        let page = |k: u64| A + k * 4096;
+        assert_eq!(
+            moves,
             vec![
                 &Call::MovePages {
-                    pid: Pid(P),
-                    pages: vec![A, A + 8192],
-                    nodes: Some(vec![1, 1])
+                    pid: Pid(7),
+                    pages: vec![A, A + 4096],
+                    nodes: Some(vec![0, 0])
                 },
                 &Call::MovePages {
                     pid: Pid(P),
-                    pages: vec![A + 4096, A + 12288],
-                    nodes: Some(vec![3, 3])
+                    pages: [2, 4, 0, 1, 3, 5].map(page).to_vec(),
+                    nodes: Some(vec![1, 1, 2, 2, 3, 3])
                 },
             ]
         );
