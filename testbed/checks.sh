@@ -649,7 +649,12 @@ bench_migrate() {
     sleep 4
     ratios=""
     line=""
+    conditions=""
+    inner=""
     for k in 1 2 3; do
+        # What else ran and how full the nodes were before the round: a round far slower than
+        # the others is then explained by the machine, or not.
+        conditions="$conditions${conditions:+; }$(round_conditions)"
         # Both timed the same way, start-up included (/proc/uptime has 10 ms resolution).
         t0=$(cut -d' ' -f1 /proc/uptime)
         r=$(rondpoint migrate --pid "$p" --to 1 --json 2>&1)
@@ -657,6 +662,8 @@ bench_migrate() {
         migratepages "$p" 1 2 >/dev/null 2>&1
         t2=$(cut -d' ' -f1 /proc/uptime)
         rb=$(echo "$r" | sed -n 's/.*"bytes_moved": \([0-9]*\).*/\1/p')
+        # rondpoint's own time for the move (queries, moves, verification), beside the round's.
+        inner="$inner${inner:+ }$(echo "$r" | sed -n 's/.*"seconds": \([0-9.]*\).*/\1/p')/$(echo "$t0 $t1" | awk '{printf "%.2f", $2 - $1}')"
         # What migratepages moved: the process's bytes on node 2 now (rondpoint had moved
         # everything to node 1 before; a full node 2 takes less).
         mb=$(awk '{ n = 0; k = 4
@@ -684,6 +691,19 @@ bench_migrate() {
             printf "bench migrate %d MB x3: rondpoint migrate vs numactl migratepages %s; ratios %s, median %.2f\n", bytes / 1e6, line, v[1] " " v[2] " " v[3], v[2]
         } else print "bench migrate: " line
     }'
+    echo "bench migrate: rondpoint's move / the round (s): $inner; before each round, $conditions"
+}
+
+# Runnable tasks (besides the reader) and free MiB per node, from /proc/loadavg and the nodes'
+# meminfo.
+round_conditions() {
+    running=$(cut -d' ' -f4 /proc/loadavg | cut -d/ -f1)
+    free=$(for m in /sys/devices/system/node/node*/meminfo; do
+        awk '/MemFree/ {printf "%d", $4 / 1024}' "$m"; printf "/"
+    done)
+    busy=$(grep -l '^State:.R' /proc/[0-9]*/status 2>/dev/null | while read -r f; do
+        sed -n 's/^Name:[[:space:]]*//p' "$f"; done | sort | uniq -c | awk '{printf "%s%s x%d", n++ ? " " : "", $2, $1}')
+    echo "$((running - 1)) runnable (${busy:-none}), free MiB ${free%/}"
 }
 
 # Benchmark (not a check): the cost of remote placement's user-space moves. The nodes here are
