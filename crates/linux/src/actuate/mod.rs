@@ -1,14 +1,12 @@
-//! Carrying out actions on a live kernel: page moves ([`pages`]: move_pages, a process's moves
+//! Carrying out actions on a live kernel: page moves (`pages`: move_pages, a process's moves
 //! together, verified by a placement query), whole-application moves (sched_setaffinity and
 //! migrate_pages), thread pinning. Backends decide nothing: an action is done as asked, or
 //! reported as not done with the reason.
 
 mod pages;
 
-pub use pages::{
-    MOVE_BATCH, MoveReport, Placement, QUERY_BATCH, move_pages_from, move_pages_to, place_all,
-    query,
-};
+pub use pages::{MOVE_BATCH, MoveReport, move_pages_from, move_pages_to, query};
+pub(crate) use pages::{Placement, place_all};
 
 use crate::sys::{Errno, NodeMask, Sys};
 use rondpoint_model::{Action, CpuId, NodeId, Outcome, OutcomeStatus, Pid, Tid, Topology};
@@ -18,7 +16,7 @@ fn gone(index: usize, pages: u64, pid: Pid) -> Outcome {
 }
 
 /// The placement an action asks for, if it is one: its pages and the nodes they go to.
-pub fn placement_of(index: usize, action: &Action) -> Option<Placement<'_>> {
+pub(crate) fn placement_of(index: usize, action: &Action) -> Option<Placement<'_>> {
     match action {
         Action::MigratePages { range, to } => Some(Placement {
             index,
@@ -40,7 +38,7 @@ pub fn placement_of(index: usize, action: &Action) -> Option<Placement<'_>> {
 /// cannot replicate another process's pages (Carrefour patched the kernel), so a replication
 /// is carried out as the nearest effect on traffic, its pages spread over the nodes that read
 /// them (which balances the controllers the replicas would have relieved), and says so.
-pub fn placed(action: &Action, mut o: Outcome) -> Outcome {
+pub(crate) fn placed(action: &Action, mut o: Outcome) -> Outcome {
     if let Action::Replicate { nodes, .. } = action {
         if matches!(o.status, OutcomeStatus::Applied | OutcomeStatus::Partial) {
             o.status = OutcomeStatus::Substituted;

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 pub const MOVE_BATCH: usize = 1 << 16;
 
 /// Pages per placement query (no drain: only the syscall's own cost is saved by more).
-pub const QUERY_BATCH: usize = 1 << 14;
+const QUERY_BATCH: usize = 1 << 14;
 
 /// What the kernel did with a set of page moves.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -171,10 +171,10 @@ pub fn query(sys: &mut dyn Sys, pid: Pid, pages: &[u64]) -> Result<Vec<i32>, Err
 /// One page-placement action to carry out: its index in the epoch's actions, its pages, and
 /// the nodes they go to (round-robin; one node: all of them there).
 #[derive(Clone, Copy, Debug)]
-pub struct Placement<'a> {
-    pub index: usize,
-    pub range: &'a PageRange,
-    pub nodes: &'a [NodeId],
+pub(crate) struct Placement<'a> {
+    pub(crate) index: usize,
+    pub(crate) range: &'a PageRange,
+    pub(crate) nodes: &'a [NodeId],
 }
 
 /// A placement's position in the caller's list, its page addresses and their target nodes.
@@ -183,7 +183,7 @@ type Targets = (usize, Vec<u64>, Vec<i32>);
 /// Carries out page placements, each process's together: one query, the moves in as few
 /// calls as [`MOVE_BATCH`] allows, one verification. Outcomes come in the order of
 /// `placements`.
-pub fn place_all(
+pub(crate) fn place_all(
     sys: &mut dyn Sys,
     topology: &Topology,
     placements: &[Placement<'_>],

@@ -503,7 +503,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
     }
 
     /// Carries out the actions in order, each run of page placements together (one
-    /// move_pages call for a process's pages: [`actuate::place_all`]).
+    /// move_pages call for a process's pages: `actuate::place_all`).
     fn apply(&mut self, actions: &[Action]) -> Result<Vec<Outcome>, LiveError> {
         let mut out: Vec<Outcome> = Vec::with_capacity(actions.len());
         let mut run: Vec<actuate::Placement<'_>> = Vec::new();
