@@ -23,6 +23,7 @@ mod arbiter;
 mod config;
 mod detect;
 mod exchange;
+mod rebuild;
 #[cfg(test)]
 mod tests;
 mod trial;
@@ -37,8 +38,8 @@ use crate::remote::{Mode, UsageAwareConfig};
 use crate::{Policy, PolicyError};
 use arbiter::Arbiter;
 use rondpoint_model::{
-    Action, Capabilities, Explained, Need, NodeId, Observation, Outcome, OutcomeStatus,
-    ProcessInfo, Reason, Sample, SamplingRequest, Topology,
+    Action, Capabilities, Explained, Need, Observation, Outcome, OutcomeStatus, ProcessInfo,
+    Reason, Sample, SamplingRequest, Topology,
 };
 use rondpoint_policy_api::{PolicyConfig, Refusal};
 use trial::overflow::OverflowTrial;
@@ -362,10 +363,12 @@ impl Auto {
             .iter_mut()
             .find(|s| s.lane == Lane::Placement && s.acts());
         let name = placing.as_ref().map_or("", |s| s.policy.name()).to_string();
-        // Undone: the lane stops (once: it then no longer acts).
+        // Undone: the lane stops (once: it then no longer acts), until the programs change.
         if let (Some(TrialVerdict::Undone(w)), Some(s)) = (self.trial.verdict(), placing) {
-            s.out = Some(format!("its placement did not pay, and was undone: {w}"));
-            self.arbiter.unplace_all();
+            if self.trial.undone() {
+                s.out = Some(format!("its placement did not pay, and was undone: {w}"));
+                self.arbiter.unplace_all();
+            }
         }
         let Some((acts, mut reason)) = switch else {
             return Vec::new();
@@ -400,48 +403,6 @@ impl Auto {
         self.pending
             .extend(acts.iter().map(|a| (a.clone(), OVERFLOW_TRIAL)));
         acts
-    }
-}
-
-impl Auto {
-    /// The overflow lane built again through the registry, its overflow kept off `avoid`, for
-    /// the overflow trial's next placement; left out, with the reason, if it cannot be.
-    fn rebuild_overflow(
-        &mut self,
-        topology: &Topology,
-        observation: &Observation,
-        avoid: &[NodeId],
-    ) {
-        let Some(i) = self.slots.iter().position(|s| s.lane == Lane::Overflow) else {
-            return;
-        };
-        let mut table = overflow_table(&self.config);
-        let ids = avoid.iter().map(|n| toml::Value::Integer(i64::from(n.0)));
-        table.insert("avoid_nodes".into(), toml::Value::Array(ids.collect()));
-        let built = slot(
-            Lane::Overflow,
-            "usage-aware",
-            &Some(table),
-            self.config.seed,
-        );
-        let old = &mut self.slots[i];
-        let mut s = match built {
-            Ok(s) => s,
-            Err(e) => {
-                old.out = Some(format!("could not be built again for another trial: {e}"));
-                return;
-            }
-        };
-        if let Some(caps) = &self.capabilities {
-            s.policy.configure(caps);
-        }
-        if let Err(Refusal(why)) = s.policy.accepts(topology, &observation.processes) {
-            old.out = Some(why);
-            return;
-        }
-        s.notes = std::mem::take(&mut old.notes);
-        s.taken = std::mem::take(&mut old.taken);
-        *old = s;
     }
 }
 
@@ -592,9 +553,9 @@ impl Policy for Auto {
 
     fn decide(&mut self, topology: &Topology, observation: &Observation) -> Vec<Action> {
         self.explained = Explained::default();
-        let mut actions = Vec::new();
+        let mut actions = self.readmit_placement(topology, observation);
         if self.placement == Placement::Unknown {
-            actions = self.choose_placement(topology, &observation.processes);
+            actions.extend(self.choose_placement(topology, &observation.processes));
         }
         actions.extend(self.try_placement(topology, observation));
         actions.extend(self.try_overflow(topology, observation));
@@ -602,7 +563,11 @@ impl Policy for Auto {
         let lanes: Vec<Lane> = Lane::ALL
             .into_iter()
             .filter(|&l| match l {
-                Lane::Placement => !self.trial.holds_lane(),
+                // Once chosen for the programs, and not held by its trial.
+                Lane::Placement => {
+                    matches!(self.placement, Placement::Oaas | Placement::NMass)
+                        && !self.trial.holds_lane()
+                }
                 Lane::Overflow => !self.spill.holds_lane(measuring),
                 Lane::Pages => true,
             })

@@ -59,7 +59,8 @@ pub struct TrialConfig {
     /// Epochs from a placement of threads kept to the next trial of it, doubled each time it
     /// is kept again (epochs; 0: one trial, at the start). Programs come and go and their mix
     /// changes ([Majo11 §4.1] restarts those that finish first): a placement that paid for one
-    /// mix is tried again for the next. Chosen: 8.
+    /// mix is tried again for the next. Also the least wait, doubled each time, from a
+    /// placement undone to the lane placing again once the programs change. Chosen: 8.
     pub recheck_epochs: u32,
     /// Longest time between two trials of a placement kept (epochs). Chosen: 64.
     pub max_recheck_epochs: u32,

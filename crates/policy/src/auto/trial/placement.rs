@@ -10,9 +10,11 @@
 //! the same way. The placement comes back only if it pays ([`judge`]); otherwise the
 //! placement lane stops, with the figures in the notes.
 //!
-//! A placement kept is tried again later, as the programs' mix changes. A placement that moves
-//! memory with the threads (OAAS's application moves) is not tried, as undoing it would move
-//! the memory back.
+//! A placement kept is tried again later, as the programs' mix changes. A placement undone
+//! holds the lane until a program starts ([`Trial::mix_changed`]); the lane may then place
+//! the programs running then, and that placement is tried in turn. A
+//! placement that moves memory with the threads (OAAS's application moves) is not tried, as
+//! undoing it would move the memory back.
 
 use super::{Rates, TrialConfig, Verdict, Window, judge};
 use crate::auto::exchange::{self, Move};
@@ -64,11 +66,19 @@ pub struct Trial {
     /// Trials made, and the wait before the next once the placement is kept (epochs).
     made: u32,
     interval: u32,
+    /// The programs running when the placement was last undone, the epoch then, how many
+    /// times the lane was let act again since as programs changed, and the epochs to wait
+    /// after an undone placement before that (doubled each time, as re-checks are).
+    mix: BTreeSet<Pid>,
+    undone_at: u64,
+    readmitted: u32,
+    readmit_wait: u32,
 }
 
 impl Trial {
     pub fn new(config: TrialConfig) -> Self {
         Self {
+            readmit_wait: config.recheck_epochs,
             config,
             stage: Stage::Idle,
             home: Vec::new(),
@@ -79,6 +89,9 @@ impl Trial {
             last: None,
             made: 0,
             interval: 0,
+            mix: BTreeSet::new(),
+            undone_at: 0,
+            readmitted: 0,
         }
     }
 
@@ -141,6 +154,47 @@ impl Trial {
     pub(crate) fn holds_lane(&self) -> bool {
         matches!(self.stage, Stage::Home(_))
             || (self.stage == Stage::Done && matches!(self.last, Some(Verdict::Undone(_))))
+    }
+
+    /// Whether the placement was undone, and the lane holds until the programs change.
+    pub(crate) fn undone(&self) -> bool {
+        self.stage == Stage::Done && matches!(self.last, Some(Verdict::Undone(_)))
+    }
+
+    /// Whether, since the placement was undone (and at least `readmit_wait` epochs ago), a
+    /// program has started: the lane's rule may pay for the new mix. (Programs that end leave
+    /// a mix the undone placement was measured on, less some: not tried again.)
+    pub(crate) fn mix_changed(&self, observation: &Observation) -> bool {
+        let waited = observation.epoch >= self.undone_at + u64::from(self.readmit_wait);
+        self.undone()
+            && waited
+            && !self.mix.is_empty()
+            && running(observation).iter().any(|p| !self.mix.contains(p))
+    }
+
+    /// Keeps the lane held for the programs running now (the new ones bring no placement to
+    /// try): only programs started later are looked at.
+    pub(crate) fn hold_for(&mut self, observation: &Observation) {
+        self.mix = running(observation);
+    }
+
+    /// Lets the placement lane act again after an undone placement ([`Self::mix_changed`]):
+    /// its next start is tried as the first was. The last verdict stays in the notes until
+    /// the next one.
+    pub(crate) fn readmit(&mut self) {
+        self.stage = Stage::Idle;
+        self.home.clear();
+        self.placed.clear();
+        self.under_placement = Rates::new();
+        self.failed = None;
+        self.not_back = None;
+        self.interval = 0;
+        self.mix.clear();
+        self.readmitted += 1;
+        self.readmit_wait = self
+            .readmit_wait
+            .saturating_mul(2)
+            .min(self.config.max_recheck_epochs);
     }
 
     /// Whether the programs are being measured (another trial then waits).
@@ -233,6 +287,8 @@ impl Trial {
         };
         self.last = Some(verdict);
         if !back {
+            self.mix = running(observation);
+            self.undone_at = observation.epoch;
             return None;
         }
         let acts = self.restore(topology, observation);
@@ -330,11 +386,25 @@ impl Trial {
                 v.why()
             ),
         };
+        let note = match self.readmitted {
+            0 => note,
+            n => format!("{note} (the lane acted again {n} time(s) as the programs changed)"),
+        };
         Some(match &self.not_back {
             Some(why) => format!("{note}; a thread could not be put back: {why}"),
             None => note,
         })
     }
+}
+
+/// The programs running (with threads) in `observation`.
+fn running(observation: &Observation) -> BTreeSet<Pid> {
+    observation
+        .processes
+        .iter()
+        .filter(|p| !p.threads.is_empty())
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// The ordered pins moving threads `(pid, tid, cpus)` from where `observation` saw them to the

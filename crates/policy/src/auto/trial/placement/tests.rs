@@ -278,3 +278,38 @@ fn a_placement_kept_is_tried_again_and_undone_once_the_mix_makes_it_a_loss() {
     assert_eq!(log.iter().filter(|a| !a.is_empty()).count(), 2);
     assert!(matches!(t.verdict(), Some(Verdict::Kept(_))));
 }
+
+#[test]
+fn an_undone_placement_holds_its_lane_until_a_program_starts() {
+    let mut m = Machine::new(2, one_slower_on_node1);
+    let (mut t, _) = run(&mut m, TrialConfig::default(), 10);
+    assert!(t.undone() && t.holds_lane());
+    // The same programs: the lane stays held.
+    assert!(!t.mix_changed(&m.observe()));
+    // A third program starts: the lane may act again once `recheck_epochs` (8) have passed
+    // since the undoing, and its next placement is tried.
+    m.on.insert(Pid(3), CpuId(2));
+    let wait = |m: &mut Machine, t: &Trial| (0..100).position(|_| t.mix_changed(&m.observe()));
+    let first = wait(&mut m, &t);
+    assert!(matches!(first, Some(1..=8)), "{first:?}");
+    t.readmit();
+    assert!(!t.holds_lane() && !t.undone());
+    let start = placement();
+    t.begin(&m.processes(), &start);
+    assert_eq!(m.apply(&start), None);
+    assert!(t.measuring());
+    let log: Vec<Vec<Action>> = (0..10).map(|_| step(&mut m, &mut t)).collect();
+    assert_eq!(log.iter().filter(|a| !a.is_empty()).count(), 1, "{log:?}");
+    assert!(t.undone());
+    let note = t.note().unwrap();
+    assert!(
+        note.contains("at trial 2") && note.contains("acted again 1 time"),
+        "{note}"
+    );
+    // A program that ends changes nothing; one that starts does, once the doubled wait is over.
+    m.on.remove(&Pid(2));
+    assert_eq!(wait(&mut m, &t), None);
+    m.on.insert(Pid(4), CpuId(3));
+    let second = wait(&mut m, &t);
+    assert!(matches!(second, Some(0..=16)), "{second:?}");
+}
