@@ -61,6 +61,18 @@ impl Slot {
     fn acts(&self) -> bool {
         self.out.is_none()
     }
+
+    /// Configures the slot's policy for what the machine can do, or leaves the slot out naming
+    /// the needs the machine cannot meet.
+    fn configure(&mut self, capabilities: &Capabilities) {
+        match capabilities.check(self.policy.name(), &self.policy.needs()) {
+            Ok(notes) => {
+                self.notes = notes;
+                self.policy.configure(capabilities);
+            }
+            Err(unmet) => self.out = Some(unmet.to_string()),
+        }
+    }
 }
 
 /// The composed manager (see the module documentation).
@@ -507,13 +519,7 @@ impl Policy for Auto {
             );
         }
         for s in &mut self.slots {
-            match capabilities.check(s.policy.name(), &s.policy.needs()) {
-                Ok(notes) => {
-                    s.notes = notes;
-                    s.policy.configure(capabilities);
-                }
-                Err(unmet) => s.out = Some(unmet.to_string()),
-            }
+            s.configure(capabilities);
         }
     }
 

@@ -92,13 +92,7 @@ impl Auto {
                 }
             };
             if let Some(caps) = &self.capabilities {
-                match caps.check(s.policy.name(), &s.policy.needs()) {
-                    Ok(notes) => {
-                        s.notes = notes;
-                        s.policy.configure(caps);
-                    }
-                    Err(unmet) => s.out = Some(unmet.to_string()),
-                }
+                s.configure(caps);
             }
             let old = &mut self.slots[i];
             s.taken = std::mem::take(&mut old.taken);
