@@ -637,8 +637,9 @@ check_calibrate() {
     fi
 }
 
-# Benchmark (not a check): move_pages throughput of `rondpoint migrate` (batched per node,
-# verified) against numactl's migratepages (one migrate_pages call), moving the same 128 MiB
+# Benchmark (not a check): the throughput of `rondpoint migrate` (one migrate_pages call, as
+# numactl's, with its start-up and the queries that verify it) against numactl's migratepages,
+# moving the same 128 MiB
 # between nodes in the same boot, three times in turn (rondpoint to node 1, numactl from 1 to
 # 2, ...), each rate over the bytes that tool moved. Under TCG absolute speeds mean little and
 # vary by half between runs; the median of the three ratios is the point.

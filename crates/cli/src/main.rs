@@ -93,8 +93,8 @@ enum Command {
     List(commands::list::ListArgs),
     /// Measure a machine's MAPI-to-gap curve for `oaas` (the microbenchmark of Gaud et al.).
     Calibrate(commands::calibrate::CalibrateArgs),
-    /// Move a running process's pages to a node (like numactl's migratepages, but batched per
-    /// node, THP-aware, rate-capped and verified by a placement query), and say what moved.
+    /// Move a running process's pages to a node (numactl's migratepages call, or paced
+    /// batches under a rate cap), verified by a placement query, and say what moved.
     Migrate(commands::migrate::MigrateArgs),
 }
 

@@ -25,7 +25,10 @@ pub struct MigrateArgs {
     /// Move only pages now on these nodes (comma-separated; default: every other node).
     #[arg(long, value_name = "N[,N...]", value_delimiter = ',')]
     from: Vec<u16>,
-    /// Most megabytes moved per second (0: no cap).
+    /// Most megabytes moved per second (0: no cap). Without a cap, the kernel moves every page
+    /// of the process on those nodes in one migrate_pages(2) call, as `numactl --migratepages`
+    /// does (its unshared file pages too; the report counts its private data pages); with one,
+    /// the data pages go in paced move_pages(2) batches.
     #[arg(long, value_name = "MB", default_value_t = 0)]
     max_mb_per_s: u64,
     /// Print the result as JSON.
@@ -148,8 +151,9 @@ fn page_addresses(mappings: &[(u64, u64)], thp_maps: &[ThpMapping]) -> Vec<u64> 
     pages
 }
 
-/// Moves the pages that are on the nodes asked for (batch by batch, at most
-/// `--max-mb-per-s`) and says what happened.
+/// Moves the pages that are on the nodes asked for and says what happened: without a cap, all
+/// of them in one migrate_pages(2) call (as `numactl --migratepages`); with `--max-mb-per-s`,
+/// batch by batch with move_pages(2), paced.
 fn move_pages(args: &MigrateArgs, pages: &[u64], thp_maps: &[ThpMapping]) -> Result<MigrateReport> {
     let pid = Pid(args.pid);
     let to = i32::from(args.to);
@@ -172,9 +176,23 @@ fn move_pages(args: &MigrateArgs, pages: &[u64], thp_maps: &[ThpMapping]) -> Res
     let chunk = chunk_pages(args.max_mb_per_s);
     for (batch, before) in todo.chunks(chunk).zip(todo_now.chunks(chunk)) {
         let t0 = Instant::now();
-        let targets = vec![to; batch.len()];
-        let r = actuate::move_pages_from(&mut sys, pid, batch, before, &targets)
-            .map_err(|e| refused("moving", args.pid, e))?;
+        let r = if args.max_mb_per_s == 0 {
+            actuate::move_node_pages(&mut sys, pid, batch, before, args.to)
+        } else {
+            let targets = vec![to; batch.len()];
+            actuate::move_pages_from(&mut sys, pid, batch, before, &targets)
+        }
+        .map_err(|e| match e {
+            // migrate_pages(2) refuses the whole call for a target node the kernel cannot
+            // place on (move_pages says ENODEV page by page).
+            Errno::EINVAL => anyhow::anyhow!(
+                "moving the pages of process {}: node {} is not online here, has no memory, \
+                 or is outside the process's cpuset ({e})",
+                args.pid,
+                args.to
+            ),
+            e => refused("moving", args.pid, e),
+        })?;
         moved += r.moved;
         let batch_bytes: u64 = batch
             .iter()
@@ -208,12 +226,12 @@ fn move_pages(args: &MigrateArgs, pages: &[u64], thp_maps: &[ThpMapping]) -> Res
     })
 }
 
-/// Pages per move_pages call: all of them at once without a cap (each call that moves costs
-/// the whole machine a drain of every CPU's LRU batches: actuate::pages), else about a tenth of
-/// a second's worth of the cap, so that the cap is kept between calls.
+/// Pages per move: all of them at once without a cap (one migrate_pages call; each call that
+/// moves costs the whole machine a drain of every CPU's LRU batches: actuate::pages), else
+/// about a tenth of a second's worth of the cap, so that the cap is kept between calls.
 fn chunk_pages(max_mb_per_s: u64) -> usize {
     if max_mb_per_s == 0 {
-        return actuate::MOVE_BATCH;
+        return usize::MAX;
     }
     let tenth = max_mb_per_s as f64 * 1e6 / 10.0 / 4096.0;
     (tenth as usize).clamp(64, actuate::MOVE_BATCH)
@@ -282,7 +300,7 @@ mod tests {
 
     #[test]
     fn moves_go_in_one_call_unless_capped() {
-        assert_eq!(chunk_pages(0), actuate::MOVE_BATCH);
+        assert_eq!(chunk_pages(0), usize::MAX);
         // 100 MB/s: 10 MB a tenth of a second, 2,441 pages of 4 KiB.
         assert_eq!(chunk_pages(100), 2441);
         assert_eq!(chunk_pages(1), 64);

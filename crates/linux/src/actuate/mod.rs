@@ -5,7 +5,7 @@
 
 mod pages;
 
-pub use pages::{MOVE_BATCH, MoveReport, move_pages_from, move_pages_to, query};
+pub use pages::{MOVE_BATCH, MoveReport, move_node_pages, move_pages_from, move_pages_to, query};
 pub(crate) use pages::{Placement, place_all};
 
 use crate::sys::{Errno, NodeMask, Sys};
@@ -246,6 +246,52 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_whole_node_move_is_one_migrate_pages_call_then_one_query() {
+        let mut sys = sys_with(4, 0);
+        sys.placement.insert((P, A + 4096), 1);
+        sys.placement.insert((P, A + 8192), 2); // already there
+        let pages = [A, A + 4096, A + 8192, A + 12288];
+        // The fourth page was gone at the caller's query.
+        let r = move_node_pages(&mut sys, Pid(P), &pages, &[0, 1, 2, -2], 2).unwrap();
+        assert_eq!((r.requested, r.done, r.moved), (4, 3, 2));
+        assert_eq!(r.failures.get("ENOENT"), Some(&1));
+        assert_eq!(
+            sys.calls,
+            vec![
+                Call::MigratePages {
+                    pid: Pid(P),
+                    from: vec![0, 1],
+                    to: vec![2]
+                },
+                Call::MovePages {
+                    pid: Pid(P),
+                    pages: vec![A, A + 4096],
+                    nodes: None
+                },
+            ]
+        );
+        // Nothing elsewhere: no call at all.
+        let mut sys = sys_with(2, 2);
+        let r = move_node_pages(&mut sys, Pid(P), &pages[..2], &[2, 2], 2).unwrap();
+        assert_eq!((r.done, r.moved), (2, 0));
+        assert!(sys.calls.is_empty());
+    }
+
+    #[test]
+    fn a_page_the_kernel_left_behind_is_reported_not_moved() {
+        let mut sys = sys_with(2, 0);
+        sys.fail_next.push_back(("migrate_pages", Errno::EPERM));
+        let err = move_node_pages(&mut sys, Pid(P), &[A], &[0], 1).unwrap_err();
+        assert_eq!(err, Errno::EPERM);
+        // A page that moved to a node not asked for after the caller's query stays there.
+        let mut sys = sys_with(2, 0);
+        sys.placement.insert((P, A + 4096), 2);
+        let r = move_node_pages(&mut sys, Pid(P), &[A, A + 4096], &[0, 3], 1).unwrap();
+        assert_eq!(r.moved, 1, "{r:?}");
+        assert_eq!(r.failures.get("not moved (verified)"), Some(&1), "{r:?}");
     }
 
     #[test]
