@@ -98,11 +98,31 @@ enum Command {
     Migrate(commands::migrate::MigrateArgs),
 }
 
+impl Command {
+    /// Whether the command was asked for JSON (`--json`).
+    fn json(&self) -> bool {
+        match self {
+            Command::Topo(a) => a.json,
+            Command::Sim(a) => a.json,
+            Command::Matrix(a) => a.json,
+            Command::Record(_) => false,
+            Command::Replay(a) => a.json,
+            Command::Explain(a) => a.json,
+            Command::Run(a) => a.live.json,
+            Command::Daemon(a) => a.live.json,
+            Command::List(a) => a.json,
+            Command::Calibrate(a) => a.json,
+            Command::Migrate(a) => a.json,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return parse_error(&e),
     };
+    let json = cli.command.json();
     let result = match cli.command {
         Command::Topo(args) => commands::topo::run(&args),
         Command::Sim(args) => commands::sim::run(&args),
@@ -124,9 +144,33 @@ fn main() -> ExitCode {
             for cause in err.chain().skip(1) {
                 noteln!("  caused by: {cause}");
             }
+            if json {
+                let causes: Vec<String> = err.chain().skip(1).map(|c| c.to_string()).collect();
+                json_error(&err.to_string(), &causes, status::code(&err));
+            }
             status::of(&err)
         }
     }
+}
+
+/// A `--json` command that fails says so on standard output too, as one JSON document
+/// (docs/reliability.md), unless it printed its own document before failing.
+fn json_error(message: &str, causes: &[String], status: u8) {
+    if output::wrote() {
+        return;
+    }
+    let doc = serde_json::json!({ "error": message, "causes": causes, "status": status });
+    // A closed standard output leaves the message on standard error only.
+    let _ = output::write(format_args!("{doc:#}\n"));
+}
+
+/// Whether the command line asks for JSON: `--json` before any `--` (what follows belongs to
+/// `run`'s program).
+fn json_asked() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
 }
 
 /// What the argument parser says instead of a command: help and version on standard output
@@ -136,7 +180,13 @@ fn parse_error(e: &clap::Error) -> ExitCode {
     let text = e.render().to_string();
     if e.use_stderr() {
         note!("{text}");
-        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        let status = u8::try_from(e.exit_code()).unwrap_or(2);
+        if json_asked() {
+            let first = text.lines().next().unwrap_or_default();
+            let message = first.strip_prefix("error: ").unwrap_or(first);
+            json_error(message, &[], status);
+        }
+        return ExitCode::from(status);
     }
     match output::write(format_args!("{text}")) {
         Ok(()) => ExitCode::SUCCESS,

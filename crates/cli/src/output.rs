@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{ErrorKind, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The exit status after a closed standard output (128 + SIGPIPE).
 pub const CLOSED_STATUS: u8 = 141;
@@ -39,8 +40,18 @@ pub fn clean(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Whether anything was written to standard output (a `--json` command that fails after its
+/// document must not print a second one).
+static WROTE: AtomicBool = AtomicBool::new(false);
+
+/// Whether [`write()`] has written anything.
+pub fn wrote() -> bool {
+    WROTE.load(Ordering::Relaxed)
+}
+
 /// Writes `args` to standard output and flushes it.
 pub fn write(args: fmt::Arguments<'_>) -> anyhow::Result<()> {
+    WROTE.store(true, Ordering::Relaxed);
     let text = args.to_string();
     let mut out = std::io::stdout().lock();
     match out

@@ -106,14 +106,15 @@ fn not_started(e: &(dyn std::error::Error + 'static)) -> Option<u8> {
 /// The status for an error: 127 or 126 for a program that could not be started, 2 when it is
 /// the user's, else 1.
 pub fn of(err: &anyhow::Error) -> ExitCode {
+    ExitCode::from(code(err))
+}
+
+/// [`of`] as a number.
+pub fn code(err: &anyhow::Error) -> u8 {
     if let Some(code) = err.chain().find_map(not_started) {
-        return ExitCode::from(code);
+        return code;
     }
-    if err.chain().any(is_input) {
-        ExitCode::from(2)
-    } else {
-        ExitCode::FAILURE
-    }
+    if err.chain().any(is_input) { 2 } else { 1 }
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ pub struct CalibrateArgs {
     /// Print the result as JSON (docs/json/calibrate.md): the curve, the nodes compared and
     /// what was not measured.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {

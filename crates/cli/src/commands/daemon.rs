@@ -1,6 +1,6 @@
 //! `rondpoint daemon`: manage running processes until stopped.
 
-use crate::live::{LiveOptions, LiveRecording, RunReport, drive};
+use crate::live::{LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
 use crate::signals;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -34,7 +34,7 @@ pub struct DaemonArgs {
     #[arg(long)]
     all_processes: bool,
     #[command(flatten)]
-    live: LiveOptions,
+    pub(crate) live: LiveOptions,
     /// Write the daemon's state here every epoch (JSON, replaced atomically; docs/json/daemon.md),
     /// for a live view to read.
     #[arg(long, value_name = "FILE")]
@@ -97,11 +97,11 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let opts = &args.live;
     let mut prepared = opts.prepare()?;
     if !prepared.topology.is_numa() {
-        noteln!(
-            "rondpoint: this machine has a single NUMA node: there is nothing to manage{}",
-            opts.nothing_recorded()
-        );
-        prepared.note_unmet_needs();
+        noteln!("rondpoint: {ONE_NODE}{}", opts.nothing_recorded());
+        let notes: Vec<String> = prepared.note_unmet_needs().into_iter().collect();
+        if opts.json {
+            Unmanaged::new(opts, Vec::new(), None, Instant::now(), notes).print_json()?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let stop = signals::install()?;

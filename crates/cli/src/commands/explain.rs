@@ -29,7 +29,7 @@ pub struct ExplainArgs {
     epoch: Option<u64>,
     /// Print the trail as JSON (one object per reason) instead of text.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// One line of the trail: a reason and the actions it explains in one epoch.

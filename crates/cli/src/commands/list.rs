@@ -25,7 +25,7 @@ pub struct ListArgs {
     sysfs_root: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -78,7 +78,7 @@ pub struct MatrixArgs {
 
     /// Print JSON (schema in docs/json/matrix.md) instead of tables.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 
     /// No progress lines on stderr.
     #[arg(long, short = 'q')]

@@ -33,7 +33,7 @@ pub struct MigrateArgs {
     max_mb_per_s: u64,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Read the topology from DIR instead of /sys.
     #[arg(long, value_name = "DIR", default_value = "/sys")]
     sysfs_root: PathBuf,

@@ -211,7 +211,7 @@ pub struct ReplayArgs {
     policy_options: PolicyOptions,
     /// Print every decision as JSON instead of a summary table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Serialize)]

@@ -1,6 +1,6 @@
 //! `rondpoint run`: launch a program under management and report, like `perf stat`.
 
-use crate::live::{LiveOptions, LiveRecording, RunReport, drive};
+use crate::live::{LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
 use crate::signals;
 use anyhow::Result;
 use clap::Args;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
-    live: LiveOptions,
+    pub(crate) live: LiveOptions,
     /// The program to run and its arguments.
     #[arg(
         required = true,
@@ -43,8 +43,8 @@ fn describe(status: Option<ExitStatus>) -> Option<String> {
 
 /// Runs the command unchanged (a one-node machine has nothing to manage), passing on the
 /// first SIGINT, SIGTERM, SIGHUP or SIGQUIT to it (a second ends rondpoint at once), and
-/// exits with its status.
-fn run_plain(argv: &[OsString]) -> Result<ExitCode> {
+/// gives its status.
+fn run_plain(argv: &[OsString]) -> Result<ExitStatus> {
     let received = signals::install()?;
     let mut sys = RealSys::new();
     let pid = sys
@@ -59,7 +59,7 @@ fn run_plain(argv: &[OsString]) -> Result<ExitCode> {
             .try_wait(pid)
             .map_err(|e| anyhow::anyhow!("waiting: {e}"))?
         {
-            return Ok(exit_code(Some(status)));
+            return Ok(status);
         }
         if let (false, Some(signal)) = (passed_on, received.pending()) {
             passed_on = true;
@@ -74,22 +74,26 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // Everything that can be wrong with the arguments is checked before the program starts.
     let opts = &args.live;
     let mut prepared = opts.prepare()?;
-    if !prepared.topology.is_numa() {
-        noteln!(
-            "rondpoint: this machine has a single NUMA node: there is nothing to manage; running \
-             {} unchanged{}",
-            args.command[0].to_string_lossy(),
-            opts.nothing_recorded()
-        );
-        prepared.note_unmet_needs();
-        return run_plain(&args.command);
-    }
-
     let command: Vec<String> = args
         .command
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    if !prepared.topology.is_numa() {
+        noteln!(
+            "rondpoint: {ONE_NODE}; running {} unchanged{}",
+            args.command[0].to_string_lossy(),
+            opts.nothing_recorded()
+        );
+        let notes: Vec<String> = prepared.note_unmet_needs().into_iter().collect();
+        let started = Instant::now();
+        let status = run_plain(&args.command)?;
+        if opts.json {
+            Unmanaged::new(opts, command, describe(Some(status)), started, notes).print_json()?;
+        }
+        return Ok(exit_code(Some(status)));
+    }
+
     let mut machine = LinuxMachine::to_launch(
         RealSys::new(),
         prepared.topology,

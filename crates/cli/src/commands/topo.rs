@@ -32,7 +32,7 @@ pub struct TopoArgs {
 
     /// Print JSON (schema in docs/json/topo.md) instead of a table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// The `topo --json` document.

@@ -6,7 +6,7 @@ mod recording;
 mod report;
 
 pub use recording::LiveRecording;
-pub use report::RunReport;
+pub use report::{ONE_NODE, RunReport, Unmanaged};
 
 use crate::options::PolicyOptions;
 use crate::signals::Received;
@@ -258,11 +258,14 @@ impl Live {
     /// Says, on a one-node machine (where a run or daemon manages nothing, and so checks
     /// nothing against the machine), what the policy would lack here: the refusal a machine of
     /// several nodes with this one's capabilities would give. Silent when its needs are met.
-    pub fn note_unmet_needs(&self) {
+    pub fn note_unmet_needs(&self) -> Option<String> {
         let capabilities = launch_capabilities(&self.topology, &self.live);
-        if let Err(unmet) = capabilities.check(self.policy.name(), &self.policy.needs()) {
-            noteln!("rondpoint: even with more nodes, {unmet}");
-        }
+        let unmet = capabilities
+            .check(self.policy.name(), &self.policy.needs())
+            .err()?;
+        let note = format!("even with more nodes, {unmet}");
+        noteln!("rondpoint: {note}");
+        Some(note)
     }
 }
 

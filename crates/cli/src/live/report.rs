@@ -11,9 +11,55 @@ use serde::Serialize;
 use std::fmt::{Display, Write as _};
 use std::time::Instant;
 
+/// Why a machine with a single NUMA node is not managed.
+pub const ONE_NODE: &str = "this machine has a single NUMA node: there is nothing to manage";
+
+/// The report of a run or daemon on a machine with nothing to manage (a single node): the
+/// program ran unchanged.
+#[derive(Debug, Serialize)]
+pub struct Unmanaged {
+    /// Always false: nothing was observed or placed.
+    pub managed: bool,
+    pub reason: String,
+    pub command: Vec<String>,
+    pub policy: String,
+    pub exit: Option<String>,
+    pub wall_s: f64,
+    pub notes: Vec<String>,
+}
+
+impl Unmanaged {
+    /// The report of an unmanaged run of `command` (empty for the daemon).
+    pub fn new(
+        options: &LiveOptions,
+        command: Vec<String>,
+        exit: Option<String>,
+        started: Instant,
+        notes: Vec<String>,
+    ) -> Self {
+        Self {
+            managed: false,
+            reason: ONE_NODE.into(),
+            command,
+            policy: options.policy.clone(),
+            exit,
+            wall_s: started.elapsed().as_secs_f64(),
+            notes,
+        }
+    }
+
+    /// Prints the report as JSON on stdout (the notes on stderr said the rest already).
+    pub fn print_json(&self) -> Result<()> {
+        outln!("{}", serde_json::to_string_pretty(self)?);
+        Ok(())
+    }
+}
+
 /// The end report.
 #[derive(Debug, Serialize)]
 pub struct RunReport {
+    /// Always true here ([`Unmanaged`] says false).
+    pub managed: bool,
     pub command: Vec<String>,
     pub policy: String,
     pub dry_run: bool,
@@ -84,6 +130,7 @@ impl RunReport {
             );
         }
         Self {
+            managed: true,
             command,
             policy: options.policy.clone(),
             dry_run: options.dry_run,
@@ -354,6 +401,7 @@ mod tests {
             },
         );
         RunReport {
+            managed: true,
             command: vec!["memhog".into(), "1g".into()],
             policy: "carrefour".into(),
             dry_run: true,

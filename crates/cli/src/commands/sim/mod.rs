@@ -98,7 +98,7 @@ pub struct SimArgs {
 
     /// Print JSON (schema in docs/json/sim.md) instead of a table.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 
     /// After the table, each run's memory per node: size, fallback order, peak and final use,
     /// and each application's share at the end (the JSON always has it, over time).
