@@ -343,9 +343,12 @@ pub fn create_staged(path: &Path, replace: Replace) -> Result<Staged, SafeIoErro
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    // A new file gets the mode the user's umask gives (0666 masked, as `>` in a shell would;
+    // tempfile's own default is 0600 whatever the umask). A replaced file keeps its mode.
     let tmp = tempfile::Builder::new()
         .prefix(".rondpoint-")
         .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(dir)
         .map_err(io_err(path))?;
     Ok(Staged {
@@ -583,6 +586,22 @@ mod tests {
             !names.iter().any(|n| n.starts_with(".rondpoint-")),
             "{names:?}"
         );
+    }
+
+    #[test]
+    fn a_new_output_has_the_mode_the_umask_gives() {
+        use std::os::unix::fs::PermissionsExt;
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let umask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        write_replacing(&path, b"{}", Replace::Any).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !umask, "umask {umask:o}");
     }
 
     #[test]
