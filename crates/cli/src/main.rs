@@ -11,6 +11,7 @@ mod budget;
 mod commands;
 mod format;
 mod live;
+mod logging;
 mod options;
 mod policies;
 mod signals;

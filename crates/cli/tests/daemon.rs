@@ -350,3 +350,90 @@ fn two_daemons_never_write_one_state_file() {
         let _ = v.wait();
     }
 }
+
+/// Runs a daemon on the R905 fixture with `args` and its standard error in `err` (with
+/// `JOURNAL_STREAM` naming that file when `journal`), until its state file shows 3 epochs;
+/// stops it with SIGTERM and returns what it logged.
+fn logged(args: &[&str], journal: bool) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let err_path = dir.path().join("stderr");
+    let err = std::fs::File::create(&err_path).unwrap();
+    let meta = err.metadata().unwrap();
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("rondpoint"));
+    cmd.current_dir(workspace())
+        .args(["daemon", "--epoch-ms", "100", "--sysfs-root"])
+        .arg("fixtures/sysfs/r905-asymmetric")
+        .arg("--state-file")
+        .arg(&state)
+        .args(args)
+        .env_remove("JOURNAL_STREAM")
+        .stdout(Stdio::null())
+        .stderr(err);
+    if journal {
+        cmd.env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()));
+    }
+    let daemon = cmd.spawn().unwrap();
+    wait_for(&state, |v| v["epoch"].as_u64().unwrap_or(0) >= 3);
+    Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    let out = daemon.wait_with_output().unwrap();
+    assert!(out.status.success());
+    std::fs::read_to_string(&err_path).unwrap()
+}
+
+#[test]
+fn the_log_says_what_it_manages_and_warns_when_the_selection_matches_nothing() {
+    let log = logged(&["--comm", "no-such-program-xyz"], false);
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(
+        lines[0].contains(" INFO ")
+            && lines[0].ends_with(
+                "managing 0 processes (--comm 'no-such-program-xyz') with auto at 100 ms epochs"
+            ),
+        "{log}"
+    );
+    assert!(
+        lines[1].contains(" WARN ")
+            && lines[1].ends_with(
+                "the selection (--comm 'no-such-program-xyz') matches no process now; it is \
+                 looked for again every epoch"
+            ),
+        "{log}"
+    );
+    // Epochs that did nothing are debug lines: not at the default level.
+    assert!(!log.contains("epoch 1:"), "{log}");
+    assert!(log.contains("INFO stopped after "), "{log}");
+    let log = logged(
+        &["--comm", "no-such-program-xyz", "--log-level", "debug"],
+        false,
+    );
+    assert!(
+        log.contains("DEBUG epoch 1: 0 processes, 0 samples, 0 actions"),
+        "{log}"
+    );
+}
+
+#[test]
+fn under_systemd_the_log_carries_the_journal_s_priorities() {
+    let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = victim.id().to_string();
+    let log = logged(&["--pid", &pid], true);
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let lines: Vec<&str> = log.lines().take_while(|l| !l.is_empty()).collect();
+    assert_eq!(
+        lines[0],
+        format!("<6>managing 1 processes (--pid {pid}) with auto at 100 ms epochs"),
+        "{log}"
+    );
+    assert!(
+        lines.last().unwrap().starts_with("<6>stopped after "),
+        "{log}"
+    );
+    let log = logged(&["--comm", "no-such-program-xyz"], true);
+    assert!(log.contains("\n<4>the selection (--comm"), "{log}");
+}

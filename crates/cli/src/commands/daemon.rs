@@ -1,6 +1,7 @@
 //! `rondpoint daemon`: manage running processes until stopped.
 
 use crate::live::{LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
+use crate::logging::{self, LogLevel};
 use crate::signals;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -39,6 +40,12 @@ pub struct DaemonArgs {
     /// for a live view to read.
     #[arg(long, value_name = "FILE")]
     state_file: Option<PathBuf>,
+    /// The least severe log lines written on standard error: a start-up line, a line per
+    /// epoch that did something or lost samples (`info`), every epoch (`debug`), warnings (a
+    /// selection that matches nothing, samples lost). Under systemd, lines carry the journal's
+    /// priorities.
+    #[arg(long, value_enum, value_name = "LEVEL", default_value = "info")]
+    log_level: LogLevel,
 }
 
 /// What the state file holds.
@@ -105,7 +112,17 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let stop = signals::install()?;
+    logging::init(args.log_level);
     let mut machine = select(args, prepared.topology, prepared.live)?;
+    tracing::info!(
+        "managing {} processes ({}) with {} at {} ms epochs{}",
+        machine.managed().len(),
+        describe_selection(args),
+        opts.policy,
+        prepared.engine.epoch_ns / 1_000_000,
+        if opts.dry_run { ", dry run" } else { "" }
+    );
+    let mut log = EpochLog::new(machine.managed().is_empty(), describe_selection(args));
     if args.all_processes {
         noteln!(
             "rondpoint: --all-processes: managing {} processes now, and those the selection \
@@ -132,6 +149,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
             recording.epoch(r);
         }
         state.update(r, started);
+        log.epoch(r);
         if let Some(path) = &args.state_file {
             if let Err(e) = write_state(path, &state, args.live.force) {
                 write_error.get_or_insert(format!("cannot write {}: {e}", path.display()));
@@ -146,6 +164,13 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         OnStop::End,
         on_epoch,
     )?;
+    tracing::info!(
+        "stopped after {} epochs: {} actions, {} pages placed; {} processes left running",
+        acct.epochs,
+        log.actions,
+        log.pages,
+        machine.managed().len()
+    );
     let command = vec![format!(
         "daemon ({} processes at the end)",
         machine.managed().len()
@@ -163,6 +188,98 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
 /// Refuses, before anything starts: an empty selection, a pid that is not a running process,
 /// an empty name pattern, a selection of the whole machine without `--all-processes`, and
 /// cgroup directories that are not cgroups.
+/// The log's view of the epochs: a line for each that did something (`info`) or for every one
+/// (`debug`), and a warning each time the selection goes from some processes to none.
+struct EpochLog {
+    empty: bool,
+    selection: String,
+    actions: u64,
+    pages: u64,
+}
+
+impl EpochLog {
+    /// Warns at once when the selection matches nothing at the start.
+    fn new(empty: bool, selection: String) -> Self {
+        if empty {
+            tracing::warn!(
+                "the selection ({selection}) matches no process now; it is looked for again \
+                 every epoch"
+            );
+        }
+        Self {
+            empty,
+            selection,
+            actions: 0,
+            pages: 0,
+        }
+    }
+
+    fn epoch(&mut self, r: &EpochReport<'_>) {
+        let managed = r.observation.processes.len();
+        if managed == 0 && !self.empty {
+            tracing::warn!(
+                "epoch {}: the selection ({}) matches no process any more; it is looked for \
+                 again every epoch",
+                r.epoch,
+                self.selection
+            );
+        } else if managed > 0 && self.empty {
+            tracing::info!(
+                "epoch {}: the selection matches {managed} processes",
+                r.epoch
+            );
+        }
+        self.empty = managed == 0;
+        let pages: u64 = r.outcomes.iter().map(|o| o.pages_done).sum();
+        let failed = r
+            .outcomes
+            .iter()
+            .filter(|o| o.status == OutcomeStatus::Failed)
+            .count();
+        self.actions += r.actions.len() as u64;
+        self.pages += pages;
+        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+        for a in r.actions {
+            *by.entry(a.technique()).or_default() += 1;
+        }
+        let by: Vec<String> = by.iter().map(|(t, n)| format!("{n} {t}")).collect();
+        let line = format!(
+            "epoch {}: {managed} processes, {} samples, {} actions{}, {pages} pages placed{}",
+            r.epoch,
+            r.observation.samples.len(),
+            r.actions.len(),
+            if by.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", by.join(", "))
+            },
+            if failed > 0 {
+                format!(", {failed} actions failed")
+            } else {
+                String::new()
+            }
+        );
+        if r.actions.is_empty() {
+            tracing::debug!("{line}");
+        } else {
+            tracing::info!("{line}");
+        }
+    }
+}
+
+/// The selection as the command line gave it, for the log.
+fn describe_selection(args: &DaemonArgs) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    parts.extend(args.pids.iter().map(|p| format!("--pid {p}")));
+    parts.extend(args.comm.iter().map(|c| format!("--comm '{c}'")));
+    parts.extend(
+        args.cgroups
+            .iter()
+            .map(|d| format!("--cgroup {}", d.display())),
+    );
+    parts.join(" ")
+}
+
 fn check_selection(args: &DaemonArgs) -> Result<()> {
     if args.pids.is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
         bad_input!("say which processes to manage: --pid, --comm or --cgroup");

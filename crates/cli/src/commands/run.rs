@@ -8,7 +8,6 @@ use rondpoint_engine::OnStop;
 use rondpoint_linux::machine::LinuxMachine;
 use rondpoint_linux::sys::{ExitStatus, RealSys, Sys};
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -103,20 +102,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &mut machine)?;
     let stop = signals::install()?;
     let started = Instant::now();
-    let progress = std::io::stderr().is_terminal() && !opts.json;
-    let label = &opts.policy;
+    // No status line while the program runs: it writes to the same terminal, and a line of
+    // rondpoint's would land in the middle of its output. The report comes at the end.
     let on_epoch = |r: &rondpoint_engine::EpochReport<'_>| {
         if let Some(recording) = recording.as_mut() {
             recording.epoch(r);
-        }
-        if progress {
-            let done = r.outcomes.iter().map(|o| o.pages_done).sum::<u64>();
-            note!(
-                "\rrondpoint [{label}] epoch {}: {} samples, {} actions, {done} pages placed   ",
-                r.epoch,
-                r.observation.samples.len(),
-                r.actions.len()
-            );
         }
     };
     // SIGINT/SIGTERM/SIGHUP: pass SIGTERM on to the program once (Machine::interrupt), and
@@ -130,9 +120,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         OnStop::Interrupt,
         on_epoch,
     )?;
-    if progress {
-        noteln!("");
-    }
     let mut notes = Vec::new();
     let saved = LiveRecording::end(recording, &mut notes);
     let exit = describe(machine.exit_status());

@@ -192,6 +192,8 @@ pub struct LinuxMachine<S: Sys> {
     /// /proc/vmstat's (numa_hint_faults, numa_pages_migrated) when rondpoint started.
     balancing_at_start: Option<(u64, u64)>,
     cpu_ticks: HashMap<(Pid, Tid), u64>,
+    /// Samples kept and lost up to the previous epoch (the log says each epoch's).
+    samples_logged: (u64, u64),
     epoch: u64,
     epoch_start: Instant,
     start: Instant,
@@ -264,6 +266,7 @@ impl<S: Sys> LinuxMachine<S> {
             queried: 0,
             search_cursors: Default::default(),
             cpu_ticks: HashMap::new(),
+            samples_logged: (0, 0),
             epoch: 0,
             epoch_start: Instant::now(),
             start: Instant::now(),
@@ -430,6 +433,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         self.refresh_thp();
         let tail = self.collect_samples();
         self.stats.samples += tail.len() as u64;
+        self.log_lost();
         let mut samples = std::mem::take(&mut self.drained);
         samples.extend(tail);
         self.queried = 0;

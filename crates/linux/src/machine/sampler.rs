@@ -11,6 +11,36 @@ use crate::thp;
 use rondpoint_model::{AccessKind, CpuId, PageSize, Pid, Sample, SampleSource, Tid};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Share of an epoch's samples lost to full ring buffers above which the log warns (%): below
+/// it, a policy's counts per page are off by less than the sampling's own noise at the rates
+/// Carrefour samples (chosen; no paper gives a figure).
+pub(crate) const LOST_WARN_PCT: f64 = 5.0;
+
+/// The log line for an epoch that kept `kept` samples and lost `lost`: none without a loss,
+/// a warning (`true`) above [`LOST_WARN_PCT`], an information line below.
+fn lost_line(epoch: u64, kept: u64, lost: u64) -> Option<(bool, String)> {
+    if lost == 0 {
+        return None;
+    }
+    let all = kept + lost;
+    let share = 100.0 * lost as f64 / all as f64;
+    Some(if share > LOST_WARN_PCT {
+        (
+            true,
+            format!(
+                "epoch {epoch}: {lost} of {all} samples lost ({share:.0}%, above \
+                 {LOST_WARN_PCT}%): the ring buffers filled faster than rondpoint read them (a \
+                 busy machine, or a sampling period too short); decisions rest on the rest"
+            ),
+        )
+    } else {
+        (
+            false,
+            format!("epoch {epoch}: {lost} of {all} samples lost ({share:.1}%)"),
+        )
+    })
+}
+
 /// Per-process sampling state.
 #[derive(Debug)]
 pub(super) struct Sampler {
@@ -339,6 +369,20 @@ impl<S: Sys> LinuxMachine<S> {
         }
     }
 
+    /// Logs the samples the rings lost this epoch ([`lost_line`]).
+    pub(super) fn log_lost(&mut self) {
+        let (kept, lost) = (self.stats.samples, self.stats.lost_samples);
+        let (kept_before, lost_before) = self.samples_logged;
+        self.samples_logged = (kept, lost);
+        let kept = kept.saturating_sub(kept_before);
+        let lost = lost.saturating_sub(lost_before);
+        match lost_line(self.epoch, kept, lost) {
+            Some((true, line)) => tracing::warn!("{line}"),
+            Some((false, line)) => tracing::info!("{line}"),
+            None => {}
+        }
+    }
+
     /// Drains the rings and turns records into samples.
     pub(super) fn collect_samples(&mut self) -> Vec<Sample> {
         let Some(sampler) = self.sampler.as_mut() else {
@@ -412,5 +456,26 @@ impl<S: Sys> LinuxMachine<S> {
             dram: None,
             home_node: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lost_line;
+
+    #[test]
+    fn losses_above_the_share_are_warnings() {
+        assert_eq!(lost_line(3, 1000, 0), None);
+        let (warn, line) = lost_line(3, 990, 10).unwrap();
+        assert!(!warn);
+        assert_eq!(line, "epoch 3: 10 of 1000 samples lost (1.0%)");
+        let (warn, line) = lost_line(4, 28_013, 55_391).unwrap();
+        assert!(warn);
+        assert!(
+            line.starts_with("epoch 4: 55391 of 83404 samples lost (66%, above 5%)"),
+            "{line}"
+        );
+        // Everything lost: no division by zero.
+        assert!(lost_line(5, 0, 7).unwrap().0);
     }
 }
