@@ -16,7 +16,7 @@ mod options;
 mod policies;
 mod signals;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// rondpoint: a NUMA traffic manager for Linux.
@@ -97,6 +97,10 @@ enum Command {
     /// Move a running process's pages to a node (numactl's migratepages call, or paced
     /// batches under a rate cap), verified by a placement query, and say what moved.
     Migrate(commands::migrate::MigrateArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(commands::shell::CompletionsArgs),
+    /// Print rondpoint's manual page, or write a page per command into a directory.
+    Man(commands::shell::ManArgs),
 }
 
 impl Command {
@@ -114,6 +118,7 @@ impl Command {
             Command::List(a) => a.json,
             Command::Calibrate(a) => a.json,
             Command::Migrate(a) => a.json,
+            Command::Completions(_) | Command::Man(_) => false,
         }
     }
 }
@@ -134,6 +139,8 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&args),
         Command::Daemon(args) => commands::daemon::run(&args),
         Command::Migrate(args) => commands::migrate::run(&args),
+        Command::Completions(args) => commands::shell::completions(&args, Cli::command()),
+        Command::Man(args) => commands::shell::man(&args, Cli::command()),
         Command::List(args) => commands::list::run(&args),
         Command::Calibrate(args) => commands::calibrate::run(&args),
     };

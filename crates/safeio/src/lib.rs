@@ -253,6 +253,8 @@ pub enum OutputKind {
     StateFile,
     /// A MAPI-to-gap curve (`calibrate -o`): TOML under its comment line.
     GapCurve,
+    /// A manual page (`man --dir`): roff under its comment line.
+    ManPage,
 }
 
 impl OutputKind {
@@ -262,6 +264,7 @@ impl OutputKind {
             OutputKind::Recording => br#"{"kind":"header""#,
             OutputKind::StateFile => b"{\n  \"schema_version\"",
             OutputKind::GapCurve => b"# MAPI-to-gap curve",
+            OutputKind::ManPage => b".\\\" rondpoint manual page",
         }
     }
 
@@ -270,6 +273,7 @@ impl OutputKind {
             OutputKind::Recording => "recording",
             OutputKind::StateFile => "state file",
             OutputKind::GapCurve => "MAPI-to-gap curve",
+            OutputKind::ManPage => "manual page",
         }
     }
 }

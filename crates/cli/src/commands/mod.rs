@@ -8,5 +8,6 @@ pub mod matrix;
 pub mod migrate;
 pub mod record;
 pub mod run;
+pub mod shell;
 pub mod sim;
 pub mod topo;
