@@ -85,6 +85,35 @@ check_interleave() {
     ok interleave
 }
 
+# 2b. numactl's flags: `rondpoint run --policy first-touch FLAG` places the program's pages as
+# `numactl FLAG` does (each node's share within 3 points) for an interleave, a bind and a
+# preferred node, and gives it the same CPUs for --cpunodebind and --physcpubind.
+check_numactl() {
+    balancing 0; thp never
+    why=""; seen=""
+    for flag in --interleave=all --membind=2 --preferred=3; do
+        a=$(numactl $flag rondpoint-mgen touch --mib 64 2>/tmp/numactl.err | grep '^mgen placement')
+        b=$(rondpoint run --policy first-touch $flag -- rondpoint-mgen touch --mib 64 2>/tmp/run.err | grep '^mgen placement')
+        ta=$(total "$a"); tb=$(total "$b")
+        [ "$ta" -gt 0 ] && [ "$tb" -gt 0 ] || { why="$why $flag: no placement (numactl '$a' $(tail -1 /tmp/numactl.err); rondpoint '$b' $(tail -1 /tmp/run.err));"; continue; }
+        sa=""; sb=""
+        for n in 0 1 2 3; do
+            da=$(( $(field "$a" "N$n") * 100 / ta )); db=$(( $(field "$b" "N$n") * 100 / tb ))
+            d=$(( da - db )); [ "$d" -lt 0 ] && d=$(( -d ))
+            [ "$d" -le 3 ] || why="$why $flag: node $n has $da% under numactl, $db% under rondpoint;"
+            sa="$sa${sa:+/}$da"; sb="$sb${sb:+/}$db"
+        done
+        seen="$seen $flag: $sa% vs $sb%;"
+    done
+    for flag in --cpunodebind=1 --physcpubind=2; do
+        a=$(numactl $flag cat /proc/self/status | sed -n 's/^Cpus_allowed_list:[[:space:]]*//p')
+        b=$(rondpoint run --policy first-touch $flag -- cat /proc/self/status 2>/tmp/run.err | sed -n 's/^Cpus_allowed_list:[[:space:]]*//p')
+        [ -n "$a" ] && [ "$a" = "$b" ] || why="$why $flag: CPUs '$a' under numactl, '$b' under rondpoint;"
+        seen="$seen $flag: CPUs $a vs $b;"
+    done
+    if [ -z "$why" ]; then ok numactl "numactl vs rondpoint:$seen"; else bad numactl "$why"; fi
+}
+
 # 3. --dry-run changes nothing: the interleave policy is not applied, pages stay on node 0.
 check_dry_run() {
     balancing 0; thp never
@@ -735,7 +764,7 @@ bench_remote() {
 wanted=$(sed -n 's/.*rondpoint\.checks=\([^ ]*\).*/\1/p' /proc/cmdline)
 verbose=$(sed -n 's/.*rondpoint\.verbose=\([^ ]*\).*/\1/p' /proc/cmdline)
 repeat=$(sed -n 's/.*rondpoint\.repeat=\([0-9]*\).*/\1/p' /proc/cmdline)
-for c in topo interleave dry_run carrefour_shared carrefour_partitioned carrefour_own_shared carrefour_own_partitioned daemon_late_threads thp threads exit_early bad_config remote_placement app_moves auto integrity soak stress calibrate; do
+for c in topo interleave numactl dry_run carrefour_shared carrefour_partitioned carrefour_own_shared carrefour_own_partitioned daemon_late_threads thp threads exit_early bad_config remote_placement app_moves auto integrity soak stress calibrate; do
     case ",${wanted:-all}," in
         *,"$c",*|*,all,*) ;;
         *) continue ;;

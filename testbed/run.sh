@@ -5,7 +5,7 @@
 # asymmetric distances (nodes 0 and 3 two hops apart), runs known-answer checks of the live
 # backend inside (testbed/checks.sh), and exits non-zero if any check fails, printing the
 # guest's log. Installs what it needs (qemu-system-x86, busybox-static, cpio) when run as
-# root (and numactl, whose migratepages the benchmark compares with, and stress-ng, which the
+# root (and numactl, whose flags a check and whose migratepages the benchmark compare with, and stress-ng, which the
 # stress check runs); kernel packages are cached in $RONDPOINT_TESTBED_CACHE (default ~/.cache/rondpoint-testbed).
 #
 #   testbed/run.sh              # both kernels, every check
@@ -79,7 +79,7 @@ trap 'rm -rf "$work"' EXIT
 root="$work/root"
 mkdir -p "$root"/{bin,lib,lib64,proc,sys,dev,tmp,etc}
 cp /bin/busybox "$root/bin/busybox"
-guest_bins=("$bin/rondpoint" "$bin/rondpoint-mgen" "$(command -v migratepages)" "$(command -v stress-ng)")
+guest_bins=("$bin/rondpoint" "$bin/rondpoint-mgen" "$(command -v migratepages)" "$(command -v numactl)" "$(command -v stress-ng)")
 cp "${guest_bins[@]}" "$root/bin/"
 # The binaries are dynamically linked against glibc: copy their libraries in.
 for b in "${guest_bins[@]}"; do

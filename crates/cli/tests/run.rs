@@ -440,3 +440,42 @@ fn policies_that_need_hardware_counters_are_refused_where_there_are_none() {
         assert!(!started.exists(), "{policy}: nothing may start");
     }
 }
+
+#[test]
+fn numactl_s_flags_set_the_program_s_policy_and_cpus() {
+    // On any machine: node 0 and CPU 0 exist, and the program reports what it runs under.
+    let out = common::stdout(&[
+        "run",
+        "--policy",
+        "first-touch",
+        "--membind",
+        "0",
+        "--physcpubind",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        "grep Cpus_allowed_list /proc/self/status; grep -c ' bind:0 ' /proc/self/numa_maps",
+    ]);
+    let mut lines = out.lines();
+    assert_eq!(
+        lines
+            .next()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>()),
+        Some(vec!["Cpus_allowed_list:", "0"]),
+        "{out}"
+    );
+    let bound: u32 = lines.next().unwrap_or("0").trim().parse().unwrap_or(0);
+    assert!(bound > 0, "no mapping under bind:0: {out}");
+    // numactl's list syntax, checked against the machine before anything starts.
+    rondpoint(&["run", "--membind", "4095", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--membind 4095: node 4095 does not exist here",
+        ));
+    rondpoint(&["run", "--membind", "0", "--interleave", "0", "--", "true"])
+        .assert()
+        .code(2);
+}
+

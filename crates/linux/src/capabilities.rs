@@ -262,7 +262,7 @@ impl Probe {
 
 /// The kernel's weighted-interleave weights by node (`None` when the kernel has no weighted
 /// interleave or its files cannot be read).
-pub(crate) fn interleave_weights(sysfs: &SysfsRoot) -> Option<BTreeMap<u16, u8>> {
+pub fn interleave_weights(sysfs: &SysfsRoot) -> Option<BTreeMap<u16, u8>> {
     let entries = sysfs.list_optional(WEIGHTED_INTERLEAVE_DIR).ok()?;
     if entries.is_empty() {
         return None;

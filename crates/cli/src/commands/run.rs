@@ -1,12 +1,14 @@
 //! `rondpoint run`: launch a program under management and report, like `perf stat`.
 
-use crate::live::{LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
+use crate::live::{
+    LiveOptions, LiveRecording, NumactlFlags, ONE_NODE, RunReport, Unmanaged, drive,
+};
 use crate::signals;
 use anyhow::Result;
 use clap::Args;
 use rondpoint_engine::OnStop;
 use rondpoint_linux::machine::LinuxMachine;
-use rondpoint_linux::sys::{ExitStatus, RealSys, Sys};
+use rondpoint_linux::sys::{ExitStatus, RealSys, SpawnSetup, Sys};
 use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -15,6 +17,8 @@ use std::time::{Duration, Instant};
 pub struct RunArgs {
     #[command(flatten)]
     pub(crate) live: LiveOptions,
+    #[command(flatten)]
+    numactl: NumactlFlags,
     /// The program to run and its arguments.
     #[arg(
         required = true,
@@ -43,11 +47,11 @@ fn describe(status: Option<ExitStatus>) -> Option<String> {
 /// Runs the command unchanged (a one-node machine has nothing to manage), passing on the
 /// first SIGINT, SIGTERM, SIGHUP or SIGQUIT to it (a second ends rondpoint at once), and
 /// gives its status.
-fn run_plain(argv: &[OsString]) -> Result<ExitStatus> {
+fn run_plain(argv: &[OsString], setup: &SpawnSetup) -> Result<ExitStatus> {
     let received = signals::install()?;
     let mut sys = RealSys::new();
     let pid = sys
-        .spawn(argv, None)
+        .spawn(argv, setup)
         .map_err(|errno| crate::status::NotStarted {
             program: argv[0].to_string_lossy().into_owned(),
             errno,
@@ -73,6 +77,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // Everything that can be wrong with the arguments is checked before the program starts.
     let opts = &args.live;
     let mut prepared = opts.prepare()?;
+    let setup = args.numactl.setup(&prepared.topology, &opts.sysfs_root)?;
     let command: Vec<String> = args
         .command
         .iter()
@@ -80,25 +85,38 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         .collect();
     if !prepared.topology.is_numa() {
         noteln!(
-            "rondpoint: {ONE_NODE}; running {} unchanged{}",
+            "rondpoint: {ONE_NODE}; running {} {}{}",
             args.command[0].to_string_lossy(),
+            if args.numactl.any() {
+                "with numactl's flags only"
+            } else {
+                "unchanged"
+            },
             opts.nothing_recorded()
         );
         let notes: Vec<String> = prepared.note_unmet_needs().into_iter().collect();
         let started = Instant::now();
-        let status = run_plain(&args.command)?;
+        let status = run_plain(&args.command, &setup)?;
         if opts.json {
             Unmanaged::new(opts, command, describe(Some(status)), started, notes).print_json()?;
         }
         return Ok(exit_code(Some(status)));
     }
 
+    if args.numactl.any() && opts.policy != "first-touch" {
+        noteln!(
+            "rondpoint: the program starts as numactl's flags say; {} may still move its pages \
+             and threads later (--policy first-touch leaves them where numactl would)",
+            opts.policy
+        );
+    }
     let mut machine = LinuxMachine::to_launch(
         RealSys::new(),
         prepared.topology,
         prepared.live,
         args.command.clone(),
-    );
+    )
+    .with_launch_setup(setup);
     let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &mut machine)?;
     let stop = signals::install()?;
     let started = Instant::now();

@@ -2,9 +2,11 @@
 //! them before anything is touched, the engine run on the live machine, its recording and its
 //! end report.
 
+mod numactl;
 mod recording;
 mod report;
 
+pub use numactl::NumactlFlags;
 pub use recording::LiveRecording;
 pub use report::{ONE_NODE, RunReport, Unmanaged};
 

@@ -30,13 +30,14 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
+use select::Launched;
 pub use select::Selection;
 pub use stats::{KernelBalancing, LiveStats};
 
 use crate::actuate;
 use crate::capabilities::{KernelFacts, Probe};
 use crate::procfs::{ProcError, ProcRoot};
-use crate::sys::{Errno, ExitStatus, Sys};
+use crate::sys::{Errno, ExitStatus, SpawnSetup, Sys};
 use crate::sysfs::SysfsRoot;
 use crate::thp::ThpMapping;
 use rondpoint_engine::Machine;
@@ -164,6 +165,8 @@ pub struct LinuxMachine<S: Sys> {
     /// The locks of the managed processes: one rondpoint per process.
     locks: locks::Locks,
     launch: Option<Vec<OsString>>,
+    /// How the program to launch starts, as the command line asks (numactl's flags).
+    launch_setup: SpawnSetup,
     launched: Option<Pid>,
     exit: Option<ExitStatus>,
     sampling: SamplingRequest,
@@ -249,6 +252,7 @@ impl<S: Sys> LinuxMachine<S> {
             selection: None,
             managed: BTreeSet::new(),
             launch: None,
+            launch_setup: SpawnSetup::default(),
             launched: None,
             exit: None,
             sampling: SamplingRequest::NONE,
@@ -279,6 +283,13 @@ impl<S: Sys> LinuxMachine<S> {
         let mut m = Self::new(sys, topology, config, true);
         m.launch = Some(argv);
         m
+    }
+
+    /// The allocation policy and CPUs the program starts with, as the user asked (numactl's
+    /// flags); a policy's own allocation policy for it is then not set.
+    pub fn with_launch_setup(mut self, setup: SpawnSetup) -> Self {
+        self.launch_setup = setup;
+        self
     }
 
     /// A machine managing running processes (and their descendants).
@@ -477,14 +488,15 @@ impl<S: Sys> Machine for LinuxMachine<S> {
             Action::SetMemPolicy { pid, policy } if *pid == PENDING => Some(policy.clone()),
             _ => None,
         });
-        let substituted = self.launch_now(policy.as_ref())?;
+        let launched = self.launch_now(policy.as_ref())?;
         Ok(actions
             .iter()
             .enumerate()
             .map(|(i, a)| match a {
-                Action::SetMemPolicy { pid, .. } if *pid == PENDING => match &substituted {
-                    None => Outcome::applied(i),
-                    Some(note) => Outcome::substituted(i, note.clone()),
+                Action::SetMemPolicy { pid, .. } if *pid == PENDING => match &launched {
+                    Launched::Applied => Outcome::applied(i),
+                    Launched::Substituted(note) => Outcome::substituted(i, note.clone()),
+                    Launched::Overridden(why) => Outcome::skipped(i, 0, why.clone()),
                 },
                 _ => Outcome::skipped(i, 0, "the program had not started yet"),
             })

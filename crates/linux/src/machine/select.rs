@@ -2,7 +2,7 @@
 //! rondpoint launches, and their descendants.
 
 use super::{LinuxMachine, LiveError};
-use crate::sys::{MemPolicyMode, Sys};
+use crate::sys::{MemPolicyMode, SpawnSetup, Sys};
 use crate::{capabilities, launch};
 use rondpoint_model::{MemPolicy, Pid};
 use std::collections::BTreeSet;
@@ -25,6 +25,16 @@ impl Selection {
     pub(crate) fn pids_only(&self) -> bool {
         self.comm.is_empty() && self.cgroups.is_empty()
     }
+}
+
+/// What became of the policy's allocation policy for the program launched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Launched {
+    Applied,
+    /// Set otherwise, and why.
+    Substituted(String),
+    /// Not set: the command line's is (why).
+    Overridden(String),
 }
 
 /// rondpoint's own pid: it never manages itself.
@@ -85,29 +95,47 @@ impl<S: Sys> LinuxMachine<S> {
         self.managed = set;
     }
 
-    /// Launches the program with `policy` set before exec, and says what was set instead of
-    /// it when this kernel cannot set it as asked.
-    pub(super) fn launch_now(
-        &mut self,
-        policy: Option<&MemPolicy>,
-    ) -> Result<Option<String>, LiveError> {
+    /// Launches the program with `policy` (the policy's) or the command line's allocation
+    /// policy set before exec, and its CPUs if the command line names them; says what was
+    /// set instead of the policy's, and why.
+    pub(super) fn launch_now(&mut self, policy: Option<&MemPolicy>) -> Result<Launched, LiveError> {
         let Some(argv) = self.launch.take() else {
-            return Ok(None);
+            return Ok(Launched::Applied);
         };
-        let launch = policy.and_then(|p| {
+        let asked = policy.and_then(|p| {
             launch::launch_policy(p, capabilities::interleave_weights(&self.sysfs).as_ref())
         });
-        let substituted = launch.as_ref().and_then(|l| l.substituted.clone());
-        let policy = launch
-            .filter(|l| l.mode != MemPolicyMode::Default)
-            .map(|l| (l.mode, l.nodes));
+        // The command line's allocation policy (numactl's flags) is the user's: a policy's
+        // is not set over it.
+        let (policy, launched) = match (&self.launch_setup.policy, asked) {
+            (Some(user), Some(_)) => (
+                Some(user.clone()),
+                Launched::Overridden(
+                    "the program's allocation policy is the one the command line sets".into(),
+                ),
+            ),
+            (Some(user), None) => (Some(user.clone()), Launched::Applied),
+            (None, Some(l)) => {
+                let note = l
+                    .substituted
+                    .clone()
+                    .map_or(Launched::Applied, Launched::Substituted);
+                let policy = (l.mode != MemPolicyMode::Default).then_some((l.mode, l.nodes));
+                (policy, note)
+            }
+            (None, None) => (None, Launched::Applied),
+        };
+        let setup = SpawnSetup {
+            policy,
+            cpus: self.launch_setup.cpus.clone(),
+        };
         let program = argv
             .first()
             .map(|a| a.to_string_lossy().into_owned())
             .unwrap_or_default();
         let pid = self
             .sys
-            .spawn(&argv, policy)
+            .spawn(&argv, &setup)
             .map_err(|errno| LiveError::Spawn { program, errno })?;
         self.launched = Some(pid);
         self.roots = vec![pid];
@@ -116,6 +144,6 @@ impl<S: Sys> LinuxMachine<S> {
         self.epoch_start = self.start;
         self.attach_sampler();
         self.attach_counters();
-        Ok(substituted)
+        Ok(launched)
     }
 }

@@ -552,7 +552,8 @@ fn launch_applies_the_start_allocation_policy_before_exec() {
         m.sys().calls[0],
         Call::Spawn {
             argv: vec!["/usr/bin/prog".into(), "-x".into()],
-            policy: Some((MemPolicyMode::Interleave, vec![0, 1, 3]))
+            policy: Some((MemPolicyMode::Interleave, vec![0, 1, 3])),
+            cpus: None,
         }
     );
     let pid = m.launched().unwrap();
@@ -560,6 +561,41 @@ fn launch_applies_the_start_allocation_policy_before_exec() {
     m.sys.exits.insert(pid.0, [ExitStatus::Code(0)].into());
     assert!(m.poll_finished());
     assert_eq!(m.exit_status(), Some(ExitStatus::Code(0)));
+}
+
+#[test]
+fn the_command_line_s_launch_setup_wins_over_the_policy_s() {
+    use crate::sys::{NodeMask, SpawnSetup};
+    let mut m = LinuxMachine::to_launch(FakeSys::new(), topo(), config(), vec!["prog".into()])
+        .with_launch_setup(SpawnSetup {
+            policy: Some((MemPolicyMode::Bind, NodeMask::of([2]))),
+            cpus: Some(vec![CpuId(4), CpuId(5)]),
+        });
+    let out = m
+        .start(&[Action::SetMemPolicy {
+            pid: PENDING,
+            policy: MemPolicy::Interleave {
+                nodes: vec![NodeId(0), NodeId(1)],
+            },
+        }])
+        .unwrap();
+    assert_eq!(out[0].status, rondpoint_model::OutcomeStatus::Skipped);
+    assert!(
+        out[0]
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("command line"),
+        "{out:?}"
+    );
+    assert_eq!(
+        m.sys().calls[0],
+        Call::Spawn {
+            argv: vec!["prog".into()],
+            policy: Some((MemPolicyMode::Bind, vec![2])),
+            cpus: Some(vec![CpuId(4), CpuId(5)]),
+        }
+    );
 }
 
 #[test]

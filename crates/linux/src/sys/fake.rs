@@ -2,7 +2,9 @@
 //! from a scripted page placement, scripted per-page and per-call errors, and queued exits and
 //! ring-buffer bytes.
 
-use super::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, PerfReading, Sys};
+use super::{
+    Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, PerfReading, SpawnSetup, Sys,
+};
 use rondpoint_model::{CpuId, Pid, Tid};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
@@ -34,6 +36,7 @@ pub enum Call {
     Spawn {
         argv: Vec<OsString>,
         policy: Option<(MemPolicyMode, Vec<u16>)>,
+        cpus: Option<Vec<CpuId>>,
     },
     TryWait {
         pid: Pid,
@@ -228,14 +231,11 @@ impl Sys for FakeSys {
         })
     }
 
-    fn spawn(
-        &mut self,
-        argv: &[OsString],
-        policy: Option<(MemPolicyMode, NodeMask)>,
-    ) -> Result<Pid, Errno> {
+    fn spawn(&mut self, argv: &[OsString], setup: &SpawnSetup) -> Result<Pid, Errno> {
         self.check(Call::Spawn {
             argv: argv.to_vec(),
-            policy: policy.map(|(m, n)| (m, n.nodes())),
+            policy: setup.policy.as_ref().map(|(m, n)| (*m, n.nodes())),
+            cpus: setup.cpus.clone(),
         })?;
         let pid = self.next_pid;
         self.next_pid += 1;

@@ -127,6 +127,14 @@ pub enum MemPolicyMode {
     WeightedInterleave = 6,
 }
 
+/// How [`Sys::spawn`] starts a program: its allocation policy (set_mempolicy) and the CPUs it
+/// may run on (sched_setaffinity), each set in the child before exec when given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpawnSetup {
+    pub policy: Option<(MemPolicyMode, NodeMask)>,
+    pub cpus: Option<Vec<CpuId>>,
+}
+
 /// What to measure or sample with perf_event_open (a subset of `struct perf_event_attr`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PerfAttr {
@@ -220,12 +228,9 @@ pub trait Sys {
         numa_balancing: bool,
     ) -> Result<(), Errno>;
 
-    /// Starts a program with a memory policy set before it executes (inherited across exec).
-    fn spawn(
-        &mut self,
-        argv: &[OsString],
-        policy: Option<(MemPolicyMode, NodeMask)>,
-    ) -> Result<Pid, Errno>;
+    /// Starts a program as `setup` says: its memory policy and CPUs set before it executes
+    /// (inherited across exec and by everything it starts).
+    fn spawn(&mut self, argv: &[OsString], setup: &SpawnSetup) -> Result<Pid, Errno>;
 
     /// Whether a child started by [`Sys::spawn`] has ended (without blocking).
     fn try_wait(&mut self, pid: Pid) -> Result<Option<ExitStatus>, Errno>;

@@ -1,7 +1,9 @@
 //! The real system calls. This file holds all of rondpoint's `unsafe` code; every block says
 //! why it is sound. Functions only translate arguments and errno; they decide nothing.
 
-use super::{Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, PerfReading, Sys};
+use super::{
+    Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, PerfReading, SpawnSetup, Sys,
+};
 use perf_event_open_sys as perf;
 use rondpoint_model::{CpuId, Pid, Tid};
 use std::collections::HashMap;
@@ -179,40 +181,64 @@ impl Sys for RealSys {
         if r < 0 { Err(errno()) } else { Ok(()) }
     }
 
-    fn spawn(
-        &mut self,
-        argv: &[OsString],
-        policy: Option<(MemPolicyMode, NodeMask)>,
-    ) -> Result<Pid, Errno> {
+    fn spawn(&mut self, argv: &[OsString], setup: &SpawnSetup) -> Result<Pid, Errno> {
         let Some((program, args)) = argv.split_first() else {
             return Err(Errno::EINVAL);
         };
         let mut cmd = Command::new(program);
         cmd.args(args);
-        if let Some((mode, mask)) = policy {
-            let words = mask.words().to_vec();
-            let maxnode = mask.maxnode();
+        // Everything the child uses is made here, before the fork.
+        let policy = setup
+            .policy
+            .as_ref()
+            .map(|(mode, mask)| (*mode as libc::c_long, mask.words().to_vec(), mask.maxnode()));
+        let cpus: Option<Vec<u64>> = setup.cpus.as_ref().map(|cpus| {
+            let mut words = vec![
+                0u64;
+                cpus.iter()
+                    .map(|c| c.0 as usize / 64 + 1)
+                    .max()
+                    .unwrap_or(1)
+            ];
+            for c in cpus {
+                words[c.0 as usize / 64] |= 1 << (c.0 % 64);
+            }
+            words
+        });
+        if policy.is_some() || cpus.is_some() {
             // SAFETY: the closure runs in the child between fork and exec, where only
-            // async-signal-safe work is allowed: it makes one raw system call on data allocated
+            // async-signal-safe work is allowed: it makes raw system calls on data allocated
             // before the fork, and allocates nothing.
             unsafe {
                 cmd.pre_exec(move || {
-                    let ptr = if words.is_empty() {
-                        std::ptr::null()
-                    } else {
-                        words.as_ptr()
-                    };
-                    let r = libc::syscall(
-                        libc::SYS_set_mempolicy,
-                        mode as libc::c_long,
-                        ptr,
-                        maxnode as libc::c_ulong,
-                    );
-                    if r < 0 {
-                        Err(std::io::Error::last_os_error())
-                    } else {
-                        Ok(())
+                    if let Some((mode, words, maxnode)) = &policy {
+                        let ptr = if words.is_empty() {
+                            std::ptr::null()
+                        } else {
+                            words.as_ptr()
+                        };
+                        let r = libc::syscall(
+                            libc::SYS_set_mempolicy,
+                            *mode,
+                            ptr,
+                            *maxnode as libc::c_ulong,
+                        );
+                        if r < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
                     }
+                    if let Some(words) = &cpus {
+                        let r = libc::syscall(
+                            libc::SYS_sched_setaffinity,
+                            0 as libc::c_long,
+                            (words.len() * 8) as libc::c_ulong,
+                            words.as_ptr(),
+                        );
+                        if r < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
                 });
             }
         }
@@ -440,7 +466,7 @@ mod tests {
     #[test]
     fn move_pages_of_an_exited_unreaped_process_is_esrch() {
         let mut sys = RealSys::new();
-        let pid = sys.spawn(&["true".into()], None).unwrap();
+        let pid = sys.spawn(&["true".into()], &SpawnSetup::default()).unwrap();
         // Until it is reaped, the exited child is a zombie: its task is found, its memory is
         // gone, and the kernel says EINVAL.
         let zombie = (0..2000).any(|_| {
@@ -505,7 +531,10 @@ mod tests {
     fn spawn_wait_and_exit_codes() {
         let mut sys = RealSys::new();
         let pid = sys
-            .spawn(&["sh".into(), "-c".into(), "exit 3".into()], None)
+            .spawn(
+                &["sh".into(), "-c".into(), "exit 3".into()],
+                &SpawnSetup::default(),
+            )
             .unwrap();
         let status = loop {
             if let Some(s) = sys.try_wait(pid).unwrap() {
@@ -516,14 +545,17 @@ mod tests {
         assert_eq!(status, ExitStatus::Code(3));
         assert_eq!(sys.try_wait(pid), Err(Errno::ESRCH));
         assert_eq!(
-            sys.spawn(&["/no/such/program".into()], None),
+            sys.spawn(&["/no/such/program".into()], &SpawnSetup::default()),
             Err(Errno::ENOENT)
         );
         // A memory policy bound to node 0 is accepted on any NUMA kernel.
         let pid = sys
             .spawn(
                 &["true".into()],
-                Some((MemPolicyMode::Bind, NodeMask::of([0]))),
+                &SpawnSetup {
+                    policy: Some((MemPolicyMode::Bind, NodeMask::of([0]))),
+                    cpus: Some(vec![CpuId(0)]),
+                },
             )
             .unwrap();
         while sys.try_wait(pid).unwrap().is_none() {

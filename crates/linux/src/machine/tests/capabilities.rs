@@ -52,7 +52,8 @@ fn weighted_interleave_at_launch_is_applied_only_as_the_kernel_can_do_it() {
         spawn,
         Call::Spawn {
             argv: vec!["prog".into()],
-            policy: Some((MemPolicyMode::Interleave, vec![0, 1]))
+            policy: Some((MemPolicyMode::Interleave, vec![0, 1])),
+            cpus: None,
         }
     );
     // The kernel's weights in the same proportions: done as asked.
@@ -63,7 +64,8 @@ fn weighted_interleave_at_launch_is_applied_only_as_the_kernel_can_do_it() {
         spawn,
         Call::Spawn {
             argv: vec!["prog".into()],
-            policy: Some((MemPolicyMode::WeightedInterleave, vec![0, 1]))
+            policy: Some((MemPolicyMode::WeightedInterleave, vec![0, 1])),
+            cpus: None,
         }
     );
     // Other weights: the kernel's are used, machine-wide settings are left alone, said so.
