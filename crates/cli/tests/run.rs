@@ -479,3 +479,18 @@ fn numactl_s_flags_set_the_program_s_policy_and_cpus() {
         .code(2);
 }
 
+#[test]
+fn the_example_service_configuration_is_accepted() {
+    // examples/service/config.toml is what the systemd unit reads: every key must be one the
+    // policies take (an unknown key is refused with status 2).
+    rondpoint(&[
+        "run",
+        "--dry-run",
+        "--config",
+        "examples/service/config.toml",
+        "--",
+        "true",
+    ])
+    .assert()
+    .success();
+}
