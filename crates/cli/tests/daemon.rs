@@ -437,3 +437,140 @@ fn under_systemd_the_log_carries_the_journal_s_priorities() {
     let log = logged(&["--comm", "no-such-program-xyz"], true);
     assert!(log.contains("\n<4>the selection (--comm"), "{log}");
 }
+
+/// GET `path` from `addr` over plain HTTP/1.0 with `headers`: (status line, body).
+fn http_get_with(addr: &str, path: &str, headers: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{headers}\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    http_get_with(addr, path, "")
+}
+
+#[test]
+fn metrics_are_served_on_loopback_and_follow_the_epochs() {
+    let dir = tempfile::tempdir().unwrap();
+    let err_path = dir.path().join("stderr");
+    let mut victim = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut daemon = Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
+        .current_dir(workspace())
+        .args(["daemon", "--epoch-ms", "100", "--metrics", "0", "--pid"])
+        .arg(victim.id().to_string())
+        .args(["--sysfs-root", "fixtures/sysfs/r905-asymmetric"])
+        .env_remove("JOURNAL_STREAM")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    // The log names the address the kernel chose for port 0.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let addr = loop {
+        let log = std::fs::read_to_string(&err_path).unwrap_or_default();
+        if let Some(a) = log
+            .lines()
+            .find_map(|l| l.split("serving metrics on http://").nth(1))
+        {
+            break a.trim_end_matches("/metrics").to_string();
+        }
+        assert!(Instant::now() < deadline, "no metrics address: {log}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let epochs = |body: &str| -> u64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix("rondpoint_epochs_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    // Series appear with the first epoch.
+    let first = loop {
+        let (status, body) = http_get(&addr, "/metrics");
+        assert!(status.contains("200"), "{status}");
+        // Without an Accept header: Prometheus's older text format (counters' HELP names
+        // their sample, no EOF line).
+        assert!(!body.contains("# EOF"), "{body}");
+        if epochs(&body) >= 1 {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "no epoch: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let pid = victim.id();
+    assert!(
+        first.contains(&format!(
+            "rondpoint_process_resident_bytes{{pid=\"{pid}\",comm=\"sleep\",node=\"0\"}}"
+        )),
+        "{first}"
+    );
+    for name in [
+        "rondpoint_managed_processes",
+        "rondpoint_samples_lost_total",
+        "rondpoint_node_memory_bytes{node=\"0\",state=\"free\"}",
+        "rondpoint_local_access_ratio",
+        "rondpoint_cpu_seconds_total",
+    ] {
+        assert!(first.contains(name), "{name} missing: {first}");
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    let (_, later) = http_get(&addr, "/metrics");
+    assert!(epochs(&later) > epochs(&first), "{first}\n{later}");
+    // Prometheus asks for OpenMetrics, and gets it.
+    let (_, om) = http_get_with(
+        &addr,
+        "/metrics",
+        "Accept: application/openmetrics-text;version=1.0.0\r\n",
+    );
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(
+        om.contains("# HELP rondpoint_epochs Epochs completed."),
+        "{om}"
+    );
+    assert!(
+        first.contains("# HELP rondpoint_epochs_total Epochs completed."),
+        "{first}"
+    );
+    let (status, _) = http_get(&addr, "/other");
+    assert!(status.contains("404"), "{status}");
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
+#[test]
+fn the_grafana_dashboard_reads_only_documented_metrics() {
+    // Every rondpoint_* name in examples/grafana/rondpoint.json is in docs/metrics.md's table.
+    let root = workspace();
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("examples/grafana/rondpoint.json")).unwrap(),
+    )
+    .unwrap();
+    let docs = std::fs::read_to_string(root.join("docs/metrics.md")).unwrap();
+    let mut names = 0;
+    for panel in dash["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            for (i, _) in expr.match_indices("rondpoint_") {
+                let name: String = expr[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(
+                    docs.contains(&format!("`{name}`")),
+                    "{name} is not documented"
+                );
+                names += 1;
+            }
+        }
+    }
+    assert!(names >= 8, "{names}");
+}

@@ -1,10 +1,12 @@
 //! `rondpoint daemon`: manage running processes until stopped.
 
+use crate::live::metrics::{self, Metrics};
 use crate::live::{LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
 use crate::logging::{self, LogLevel};
 use crate::signals;
 use anyhow::{Context, Result};
 use clap::Args;
+use rondpoint_engine::Machine;
 use rondpoint_engine::{EpochReport, OnStop};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
 use rondpoint_linux::procfs::{ProcRoot, glob_match};
@@ -46,6 +48,10 @@ pub struct DaemonArgs {
     /// priorities.
     #[arg(long, value_enum, value_name = "LEVEL", default_value = "info")]
     log_level: LogLevel,
+    /// Serve Prometheus / OpenMetrics metrics on ADDR at /metrics: a port alone (`9464`) is
+    /// served on loopback only, `0.0.0.0:9464` on every interface (docs/metrics.md).
+    #[arg(long, value_name = "ADDR", value_parser = metrics::parse_addr)]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// What the state file holds.
@@ -123,6 +129,15 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         if opts.dry_run { ", dry run" } else { "" }
     );
     let mut log = EpochLog::new(machine.managed().is_empty(), describe_selection(args));
+    let mut exported = match args.metrics {
+        Some(addr) => {
+            let m = Metrics::new(machine.topology(), machine.sample_totals());
+            let bound = m.serve(addr)?;
+            tracing::info!("serving metrics on http://{bound}/metrics");
+            Some(m)
+        }
+        None => None,
+    };
     if args.all_processes {
         noteln!(
             "rondpoint: --all-processes: managing {} processes now, and those the selection \
@@ -150,6 +165,9 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         }
         state.update(r, started);
         log.epoch(r);
+        if let Some(m) = exported.as_mut() {
+            m.epoch(r);
+        }
         if let Some(path) = &args.state_file {
             if let Err(e) = write_state(path, &state, args.live.force) {
                 write_error.get_or_insert(format!("cannot write {}: {e}", path.display()));

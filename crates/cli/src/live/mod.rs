@@ -2,6 +2,7 @@
 //! them before anything is touched, the engine run on the live machine, its recording and its
 //! end report.
 
+pub mod metrics;
 mod numactl;
 mod recording;
 mod report;

@@ -32,7 +32,7 @@ mod tests;
 
 use select::Launched;
 pub use select::Selection;
-pub use stats::{KernelBalancing, LiveStats};
+pub use stats::{KernelBalancing, LiveStats, SampleTotals};
 
 use crate::actuate;
 use crate::capabilities::{KernelFacts, Probe};
@@ -197,6 +197,8 @@ pub struct LinuxMachine<S: Sys> {
     cpu_ticks: HashMap<(Pid, Tid), u64>,
     /// Samples kept and lost up to the previous epoch (the log says each epoch's).
     samples_logged: (u64, u64),
+    /// The sampler's totals, for readers outside the run.
+    sample_totals: std::sync::Arc<SampleTotals>,
     epoch: u64,
     epoch_start: Instant,
     start: Instant,
@@ -271,6 +273,7 @@ impl<S: Sys> LinuxMachine<S> {
             search_cursors: Default::default(),
             cpu_ticks: HashMap::new(),
             samples_logged: (0, 0),
+            sample_totals: Default::default(),
             epoch: 0,
             epoch_start: Instant::now(),
             start: Instant::now(),
@@ -347,6 +350,11 @@ impl<S: Sys> LinuxMachine<S> {
     /// rondpoint's own CPU time (ns) and peak memory (bytes).
     pub fn own_usage(&mut self) -> (u64, u64) {
         (self.sys.own_cpu_time_ns(), self.sys.own_peak_rss_bytes())
+    }
+
+    /// The sampler's running totals, readable while the engine drives the machine.
+    pub fn sample_totals(&self) -> std::sync::Arc<SampleTotals> {
+        std::sync::Arc::clone(&self.sample_totals)
     }
 
     /// Processes currently managed.
@@ -445,6 +453,7 @@ impl<S: Sys> Machine for LinuxMachine<S> {
         let tail = self.collect_samples();
         self.stats.samples += tail.len() as u64;
         self.log_lost();
+        self.sample_totals.publish(&self.stats);
         let mut samples = std::mem::take(&mut self.drained);
         samples.extend(tail);
         self.queried = 0;

@@ -5,6 +5,34 @@ use super::LinuxMachine;
 use crate::procfs::ProcRoot;
 use crate::sys::Sys;
 use rondpoint_model::ProcessInfo;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The sampler's running totals, shared with a reader outside the run (a metrics endpoint,
+/// which cannot borrow the machine while the engine drives it); updated at each observation.
+#[derive(Debug, Default)]
+pub struct SampleTotals {
+    pub samples: AtomicU64,
+    pub lost: AtomicU64,
+    pub throttled: AtomicU64,
+}
+
+impl SampleTotals {
+    /// (samples, lost, throttled) now.
+    pub fn get(&self) -> (u64, u64, u64) {
+        (
+            self.samples.load(Ordering::Relaxed),
+            self.lost.load(Ordering::Relaxed),
+            self.throttled.load(Ordering::Relaxed),
+        )
+    }
+
+    pub(super) fn publish(&self, stats: &LiveStats) {
+        self.samples.store(stats.samples, Ordering::Relaxed);
+        self.lost.store(stats.lost_samples, Ordering::Relaxed);
+        self.throttled
+            .store(stats.sampler_throttled, Ordering::Relaxed);
+    }
+}
 
 /// Everything the report needs, accumulated over the run.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
