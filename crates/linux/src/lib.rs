@@ -4,7 +4,8 @@
 //!   on a live machine and fixture trees in tests; [`procfs`]: processes, threads, placement.
 //! - [`sys`]: every system call behind one trait, with the real kernel (the only `unsafe` code
 //!   in rondpoint) and a recording fake.
-//! - [`perf`]: PMU event tables as data and the perf ring-buffer record parser.
+//! - [`perf`]: PMU event tables as data and the perf ring-buffer record parser; [`pmu`]: the
+//!   machine's PMUs as sysfs lists them, and what perf_event_paranoid and capabilities allow.
 //! - [`actuate`]: actions carried out with verified, batched system calls; [`thp`]: which
 //!   addresses are THP-backed.
 //! - [`machine`]: `LinuxMachine`, the engine's live backend.
@@ -19,6 +20,7 @@ pub mod launch;
 pub mod machine;
 pub mod node_pages;
 pub mod perf;
+pub mod pmu;
 pub mod procfs;
 pub mod sys;
 pub mod sysfs;
