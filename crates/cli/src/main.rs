@@ -92,6 +92,17 @@ enum Command {
     /// List the policies (what each needs of a machine, its parameters), the simulator's
     /// presets, or what this machine offers the policies.
     List(commands::list::ListArgs),
+    /// Say what rondpoint sees on this machine: its PMUs, the signals they give and which
+    /// rondpoint uses today, the permissions perf events need, and what each policy can do.
+    ///
+    /// Lists /sys/bus/event_source/devices (core PMU, AMD IBS, Intel PEBS and uncore memory
+    /// controllers and UPI links, AMD Data Fabric and UMC, Arm SPE) and says, for each signal
+    /// the policies use, where it comes from here: used (core counters, page-fault samples),
+    /// detected but not used yet (IBS, PEBS, SPE, uncore), or missing and why (no PMU at all,
+    /// as in a virtual machine without a virtual PMU; kernel.perf_event_paranoid too high
+    /// without CAP_PERFMON). Then the capabilities `rondpoint run` has here and each policy's
+    /// verdict. --sysfs-root and --proc-root read another machine's trees instead.
+    Doctor(commands::doctor::DoctorArgs),
     /// Measure a machine's MAPI-to-gap curve for `oaas` (the microbenchmark of Gaud et al.).
     Calibrate(commands::calibrate::CalibrateArgs),
     /// Move a running process's pages to a node (numactl's migratepages call, or paced
@@ -142,6 +153,7 @@ fn main() -> ExitCode {
         Command::Completions(args) => commands::shell::completions(&args, Cli::command()),
         Command::Man(args) => commands::shell::man(&args, Cli::command()),
         Command::List(args) => commands::list::run(&args),
+        Command::Doctor(args) => commands::doctor::run(&args),
         Command::Calibrate(args) => commands::calibrate::run(&args),
     };
     match result {

@@ -41,17 +41,18 @@ enum What {
 }
 
 #[derive(Debug, Serialize)]
-struct PolicyRow {
-    name: &'static str,
+pub(crate) struct PolicyRow {
+    pub(crate) name: &'static str,
     family: &'static str,
     source: &'static str,
     summary: &'static str,
     in_all: bool,
-    needs: Vec<Need>,
+    pub(crate) needs: Vec<Need>,
     params: toml::Table,
 }
 
-fn policies() -> Result<Vec<PolicyRow>> {
+/// Every policy of the registry, built with its defaults, with what it needs of a machine.
+pub(crate) fn policies() -> Result<Vec<PolicyRow>> {
     let registry = crate::policies::registry();
     registry
         .rows()
@@ -111,7 +112,7 @@ pub fn run(args: &ListArgs) -> Result<ExitCode> {
 }
 
 /// The capabilities `rondpoint run` would have here (a machine that launches its program).
-fn live_capabilities(sysfs_root: &std::path::Path) -> Result<Capabilities> {
+pub(crate) fn live_capabilities(sysfs_root: &std::path::Path) -> Result<Capabilities> {
     let topology = crate::options::discover(sysfs_root)?.topology;
     let config = LiveConfig {
         sysfs_root: sysfs_root.to_path_buf(),
@@ -151,7 +152,8 @@ fn render_policies(rows: &[PolicyRow], params: bool) -> String {
     out
 }
 
-fn render_capabilities(caps: &Capabilities) -> String {
+/// The capabilities as a table (`capability`, `support`, `how`).
+pub(crate) fn render_capabilities(caps: &Capabilities) -> String {
     let rows = caps
         .iter()
         .map(|(c, s)| {

@@ -2,6 +2,7 @@
 
 pub mod calibrate;
 pub mod daemon;
+pub mod doctor;
 pub mod explain;
 pub mod list;
 pub mod matrix;

@@ -1,0 +1,162 @@
+//! End-to-end tests of `rondpoint doctor`: the binary on the PMU fixture trees of
+//! crates/linux/tests/fixtures/pmu (an EPYC, a Xeon, a Neoverse, a VM without a PMU), its
+//! output compared with golden files, and on this machine's own /sys.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{rondpoint, stdout};
+use predicates::prelude::*;
+use serde_json::Value;
+
+const PMU_FIXTURES: &str = "crates/linux/tests/fixtures/pmu";
+
+/// Each machine with the procfs case it is read with.
+const MACHINES: [(&str, &str); 4] = [
+    ("zen4-genoa", "unprivileged"),
+    ("spr-xeon-2s", "perfmon"),
+    ("neoverse-n1", "debian-restricted"),
+    ("vm-no-pmu", "unprivileged"),
+];
+
+fn args(machine: &str, proc: &str, json: bool) -> Vec<String> {
+    let mut a = vec![
+        "doctor".to_string(),
+        "--sysfs-root".into(),
+        format!("{PMU_FIXTURES}/{machine}"),
+        "--proc-root".into(),
+        format!("{PMU_FIXTURES}/proc/{proc}"),
+    ];
+    if json {
+        a.push("--json".into());
+    }
+    a
+}
+
+fn run(machine: &str, proc: &str, json: bool) -> String {
+    let a = args(machine, proc, json);
+    stdout(&a.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn text_output_matches_golden_files() {
+    for (machine, proc) in MACHINES {
+        insta::assert_snapshot!(format!("doctor_{machine}"), run(machine, proc, false));
+    }
+}
+
+#[test]
+fn json_output_matches_golden_files() {
+    let (machine, proc) = MACHINES[0];
+    insta::assert_snapshot!(format!("doctor_json_{machine}"), run(machine, proc, true));
+}
+
+fn signal<'a>(j: &'a Value, name: &str) -> &'a Value {
+    j["signals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["signal"] == name)
+        .unwrap()
+}
+
+#[test]
+fn detected_pmus_are_never_claimed_as_used() {
+    for (machine, proc) in MACHINES {
+        let j: Value = serde_json::from_str(&run(machine, proc, true)).unwrap();
+        for name in ["precise access samples", "node traffic", "link traffic"] {
+            let status = &signal(&j, name)["status"];
+            assert_ne!(status, "used", "{machine}: {name}");
+        }
+        for p in j["pmus"].as_array().unwrap() {
+            let used = p["use"] == "used";
+            let kind = p["kind"].as_str().unwrap();
+            assert!(
+                !used || kind == "core" || p["name"] == "software",
+                "{machine}: {p}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_vm_without_a_pmu_says_so_and_refuses_the_counter_policies() {
+    let j: Value = serde_json::from_str(&run("vm-no-pmu", "unprivileged", true)).unwrap();
+    assert_eq!(j["hardware_pmu"], false);
+    assert_eq!(signal(&j, "thread counters")["status"], "missing");
+    let policies = j["policies"].as_array().unwrap();
+    let n_mass = policies.iter().find(|p| p["name"] == "n-mass").unwrap();
+    assert_eq!(n_mass["runs"], false);
+}
+
+#[test]
+fn the_paranoid_level_and_capabilities_decide_what_opens() {
+    let every = |j: &Value, verdict: &str| {
+        j["access"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["verdict"] == verdict)
+    };
+    let j: Value = serde_json::from_str(&run("neoverse-n1", "debian-restricted", true)).unwrap();
+    assert_eq!(j["perf_event_paranoid"], 3);
+    assert!(every(&j, "refused"));
+    let j: Value = serde_json::from_str(&run("spr-xeon-2s", "perfmon", true)).unwrap();
+    assert!(every(&j, "allowed"));
+    assert_eq!(signal(&j, "precise access samples")["sources"][0], "cpu");
+}
+
+/// This build machine is a VM without a virtual PMU: doctor must say so. Should it ever get
+/// one, the robust part still holds: every PMU doctor lists is one sysfs lists.
+#[test]
+fn on_this_machines_sys() {
+    let out = stdout(&["doctor", "--json"]);
+    let j: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["probed"], true);
+    let listed: Vec<String> = std::fs::read_dir("/sys/bus/event_source/devices")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let kernel_only = listed.iter().all(|n| {
+        matches!(
+            n.as_str(),
+            "software" | "tracepoint" | "kprobe" | "uprobe" | "breakpoint" | "msr" | "power"
+        )
+    });
+    for p in j["pmus"].as_array().unwrap() {
+        assert!(listed.iter().any(|n| p["name"] == n.as_str()), "{p}");
+    }
+    if kernel_only {
+        assert_eq!(j["hardware_pmu"], false);
+        rondpoint(&["doctor"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("no hardware PMU"));
+    }
+}
+
+#[test]
+fn an_unreadable_tree_is_the_users_error() {
+    rondpoint(&[
+        "doctor",
+        "--sysfs-root",
+        "no/such/dir",
+        "--proc-root",
+        "no/such/dir",
+    ])
+    .assert()
+    .success()
+    .stdout(predicate::str::contains("no hardware PMU"));
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = dir.path().join("sys/kernel");
+    std::fs::create_dir_all(&kernel).unwrap();
+    std::fs::write(kernel.join("perf_event_paranoid"), "high\n").unwrap();
+    rondpoint(&["doctor", "--proc-root", dir.path().to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("perf_event_paranoid"));
+}
