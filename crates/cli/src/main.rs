@@ -129,6 +129,7 @@ impl Command {
             Command::List(a) => a.json,
             Command::Calibrate(a) => a.json,
             Command::Migrate(a) => a.json,
+            Command::Doctor(a) => a.json,
             Command::Completions(_) | Command::Man(_) => false,
         }
     }

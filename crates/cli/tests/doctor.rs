@@ -149,8 +149,10 @@ fn an_unreadable_tree_is_the_users_error() {
         "no/such/dir",
     ])
     .assert()
-    .success()
-    .stdout(predicate::str::contains("no hardware PMU"));
+    .code(2)
+    .stderr(predicate::str::contains(
+        "--sysfs-root no/such/dir: not a directory",
+    ));
     let dir = tempfile::tempdir().unwrap();
     let kernel = dir.path().join("sys/kernel");
     std::fs::create_dir_all(&kernel).unwrap();

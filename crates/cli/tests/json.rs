@@ -72,6 +72,7 @@ fn results_are_one_document() {
             "interleave",
         ],
         &["calibrate", "-m", "r905-asymmetric", "--json"],
+        &["doctor", "--json"],
     ];
     for args in cases {
         let (_, code) = one_document(args);
@@ -93,6 +94,7 @@ fn failures_and_usage_errors_are_one_document() {
         (&["sim", "--json", "--no-such-flag"], 2),
         (&["matrix", "--json", "-m", "nosuchmachine"], 2),
         (&["calibrate", "-m", "nosuchmachine", "--json"], 2),
+        (&["doctor", "--json", "--sysfs-root", "/nonexistent"], 2),
         (&["migrate", "--pid", "999999999", "--to", "0", "--json"], 2),
         (&["daemon", "--json"], 2),
         (

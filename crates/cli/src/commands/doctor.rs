@@ -39,7 +39,7 @@ pub struct DoctorArgs {
     proc_root: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// What rondpoint does with a PMU or a signal.
@@ -143,6 +143,14 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
 }
 
 fn build(args: &DoctorArgs) -> Result<Report> {
+    for (flag, dir) in [
+        ("--sysfs-root", &args.sysfs_root),
+        ("--proc-root", &args.proc_root),
+    ] {
+        if !dir.is_dir() {
+            bad_input!("{flag} {}: not a directory", dir.display());
+        }
+    }
     let sysfs = SysfsRoot::new(&args.sysfs_root);
     let pmus = named_tree(
         &args.sysfs_root,
