@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 /// `PERF_TYPE_HARDWARE` and its `PERF_COUNT_HW_INSTRUCTIONS` (include/uapi/linux/perf_event.h).
 const PERF_TYPE_HARDWARE: u32 = 0;
 const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+/// `PERF_TYPE_SOFTWARE` and its `PERF_COUNT_SW_PAGE_FAULTS`: the page-fault sampler's event.
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
 
 /// Where the kernel keeps the weights of MPOL_WEIGHTED_INTERLEAVE (Linux 6.9), one file per
 /// node (`nodeN`, a weight from 1 to 255), machine-wide.
@@ -51,6 +54,10 @@ pub struct Probe {
     /// Whether a hardware counter opens on this process (perf_event_open with
     /// PERF_TYPE_HARDWARE), and the errno if not (ENOENT on most VMs: no PMU).
     pub hardware_counters: Result<(), Errno>,
+    /// Whether the page-fault sampler's event (a software event that counts in the kernel)
+    /// opens on this process, and the errno if not (EACCES: kernel.perf_event_paranoid above
+    /// 1 without CAP_PERFMON).
+    pub page_faults: Result<(), Errno>,
     /// kernel.numa_balancing, a bit mask: hinting faults on every node's pages with 1 or 3,
     /// only on slower-tier memory with 2 (memory tiering alone), none with 0.
     pub numa_balancing: Option<u32>,
@@ -86,8 +93,18 @@ impl Probe {
         let hardware_counters = sys
             .perf_open(&attr, Pid(0), -1)
             .map(|fd| sys.perf_close(fd));
+        let attr = PerfAttr {
+            kind: PERF_TYPE_SOFTWARE,
+            config: PERF_COUNT_SW_PAGE_FAULTS,
+            sample_period: 1,
+            ..PerfAttr::default()
+        };
+        let page_faults = sys
+            .perf_open(&attr, Pid(0), -1)
+            .map(|fd| sys.perf_close(fd));
         Self {
             hardware_counters,
+            page_faults,
             numa_balancing: kernel.numa_balancing,
             slower_tier: kernel.slower_tier,
             watermarks: kernel.watermarks,
@@ -98,31 +115,26 @@ impl Probe {
 
     /// What the live backend can observe and do, given these facts.
     pub fn capabilities(&self) -> Capabilities {
-        let from_samples =
-            "estimated from page-fault samples: no memory-controller counters are read";
+        // DRAM traffic is estimated from the samples: without them, there is nothing to
+        // estimate from.
+        let from_samples = || match self.no_sampling() {
+            Some(why) => Support::Missing(format!(
+                "no memory-controller counters are read, and the samples it would be estimated \
+                 from cannot be taken: {why}"
+            )),
+            None => Support::Estimated(
+                "estimated from page-fault samples: no memory-controller counters are read".into(),
+            ),
+        };
         let mut c = Capabilities::none();
         c.set(Capability::ThreadCounters, self.thread_counters())
-            .set(
-                Capability::ThreadDram,
-                Support::Estimated(from_samples.into()),
-            )
-            .set(
-                Capability::NodeTraffic,
-                Support::Estimated(from_samples.into()),
-            )
+            .set(Capability::ThreadDram, from_samples())
+            .set(Capability::NodeTraffic, from_samples())
             .set(
                 Capability::LinkTraffic,
                 Support::Missing("no interconnect counters are read".into()),
             )
-            .set(
-                Capability::AccessSamples,
-                Support::Estimated(
-                    "page-fault samples stand in for IBS/PEBS (first touches, and NUMA hinting \
-                     faults when kernel.numa_balancing is 1 or 3, or 2 on slower-tier memory): \
-                     IBS/PEBS sampling is not wired yet"
-                        .into(),
-                ),
-            )
+            .set(Capability::AccessSamples, self.access_samples())
             .set(Capability::FaultSamples, self.fault_samples())
             .set(Capability::KernelBalancing, self.kernel_balancing())
             .set(
@@ -165,7 +177,37 @@ impl Probe {
         }
     }
 
+    /// Why page faults cannot be sampled here, if they cannot.
+    fn no_sampling(&self) -> Option<String> {
+        let e = self.page_faults.err()?;
+        let why = if e == Errno::EACCES || e == Errno::EPERM {
+            " (kernel.perf_event_paranoid is above 1 and rondpoint lacks CAP_PERFMON: \
+             sysctl kernel.perf_event_paranoid=1, or run with CAP_PERFMON)"
+        } else {
+            ""
+        };
+        Some(format!(
+            "page faults cannot be sampled: perf_event_open: {} for the page-fault sampler{why}",
+            e.name()
+        ))
+    }
+
+    fn access_samples(&self) -> Support {
+        match self.no_sampling() {
+            Some(why) => Support::Missing(why),
+            None => Support::Estimated(
+                "page-fault samples stand in for IBS/PEBS (first touches, and NUMA hinting \
+                 faults when kernel.numa_balancing is 1 or 3, or 2 on slower-tier memory): \
+                 IBS/PEBS sampling is not wired yet"
+                    .into(),
+            ),
+        }
+    }
+
     fn fault_samples(&self) -> Support {
+        if let Some(why) = self.no_sampling() {
+            return Support::Missing(why);
+        }
         let mode = self.numa_balancing;
         let shown = mode.map_or("absent".to_string(), |m| m.to_string());
         if balances(mode) {
@@ -291,6 +333,7 @@ mod tests {
     fn probe(counters: Result<(), Errno>, balancing: u32, launches: bool) -> Probe {
         Probe {
             hardware_counters: counters,
+            page_faults: Ok(()),
             numa_balancing: Some(balancing),
             slower_tier: Vec::new(),
             watermarks: true,
@@ -300,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_opens_one_hardware_counter_on_itself_and_closes_it() {
+    fn the_probe_opens_a_hardware_counter_and_the_sampler_s_event_on_itself() {
         let dir = tempfile::tempdir().unwrap();
         let mut sys = FakeSys::new();
         let kernel = KernelFacts {
@@ -313,13 +356,42 @@ mod tests {
         assert!(
             matches!(
                 calls.as_slice(),
-                [Call::PerfOpen { attr, pid: Pid(0), cpu: -1 }, Call::PerfClose { .. }]
+                [
+                    Call::PerfOpen { attr, pid: Pid(0), cpu: -1 },
+                    Call::PerfClose { .. },
+                    Call::PerfOpen { attr: sampler, pid: Pid(0), cpu: -1 },
+                    Call::PerfClose { .. },
+                ]
                     if attr.kind == PERF_TYPE_HARDWARE && attr.config == PERF_COUNT_HW_INSTRUCTIONS
                         && attr.sample_period == 0
+                        && sampler.kind == PERF_TYPE_SOFTWARE
+                        && sampler.config == PERF_COUNT_SW_PAGE_FAULTS
+                        && sampler.sample_period == 1
             ),
             "{calls:?}"
         );
         assert_eq!(p.interleave_weights, None);
+    }
+
+    #[test]
+    fn sampling_that_is_not_permitted_makes_samples_missing_and_says_how_to_allow_it() {
+        let mut p = probe(Ok(()), 1, true);
+        p.page_faults = Err(Errno::EACCES);
+        let c = p.capabilities();
+        for cap in [
+            Capability::AccessSamples,
+            Capability::FaultSamples,
+            Capability::NodeTraffic,
+            Capability::ThreadDram,
+        ] {
+            match c.support(cap) {
+                Support::Missing(why) => assert!(
+                    why.contains("EACCES") && why.contains("CAP_PERFMON"),
+                    "{why}"
+                ),
+                other => panic!("{cap:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]

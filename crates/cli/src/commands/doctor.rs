@@ -229,8 +229,13 @@ fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capa
         Verdict::Allowed(_) if core => Ok(()),
         Verdict::Allowed(_) => Err(Errno::ENOENT),
     };
+    let page_faults = match access.check(Scope::TaskKernel) {
+        Verdict::Refused(_) => Err(Errno::EACCES),
+        Verdict::Allowed(_) => Ok(()),
+    };
     Probe {
         hardware_counters,
+        page_faults,
         numa_balancing: proc.numa_balancing().ok().flatten(),
         slower_tier: Vec::new(),
         watermarks: proc.root().join("zoneinfo").exists(),

@@ -133,9 +133,10 @@ fn a_policy_needing_counters_is_refused_on_a_machine_without_a_pmu_before_anythi
          LLC misses (thread-counters) to compute each process's MPKI; this machine: \
          thread-counters: no hardware counters (perf_event_open: ENOENT for PERF_TYPE_HARDWARE)"
     );
-    // The probe's counter is all the kernel saw: nothing was started or touched.
+    // The probe's counter and sampler event are all the kernel saw: nothing was started or
+    // touched.
     let calls: Vec<&str> = m.sys().calls.iter().map(Call::name).collect();
-    assert_eq!(calls, vec!["perf_open"]);
+    assert_eq!(calls, vec!["perf_open", "perf_open", "perf_close"]);
     assert!(m.launched().is_none());
 }
 
@@ -169,12 +170,13 @@ fn hardware_counters_open_on_every_thread_inherited_and_read_per_epoch() {
         }
     }
     assert_eq!(opens[1..], expected);
-    // Fds 101.. in that order: thread 4242's instructions are fd 101, cycles 102, misses 103.
-    m.sys.counters.insert(101, reading(1_000_000, 100, 100));
-    m.sys.counters.insert(102, reading(2_000_000, 100, 100));
-    m.sys.counters.insert(103, reading(5_000, 100, 100));
+    // Fds 102.. in that order (100 and 101 were the probe's): thread 4242's instructions are
+    // fd 102, cycles 103, misses 104.
+    m.sys.counters.insert(102, reading(1_000_000, 100, 100));
+    m.sys.counters.insert(103, reading(2_000_000, 100, 100));
+    m.sys.counters.insert(104, reading(5_000, 100, 100));
     // Thread 4243's instructions were multiplexed: counted half the time, so doubled.
-    m.sys.counters.insert(104, reading(300, 100, 50));
+    m.sys.counters.insert(105, reading(300, 100, 50));
     let obs = m.observe(0).unwrap();
     let t = |tid: i32| {
         obs.counters
@@ -203,7 +205,7 @@ fn hardware_counters_open_on_every_thread_inherited_and_read_per_epoch() {
     );
     // The next epoch counts what came since. Thread 4244 exits: its counters keep their
     // final count (nothing new), and they stay open while the process is managed.
-    m.sys.counters.insert(101, reading(1_500_000, 200, 200));
+    m.sys.counters.insert(102, reading(1_500_000, 200, 200));
     std::fs::remove_dir_all(proc_root.join("4242/task/4244")).unwrap();
     let obs = m.observe(0).unwrap();
     let main = obs
@@ -216,16 +218,16 @@ fn hardware_counters_open_on_every_thread_inherited_and_read_per_epoch() {
     assert!(obs.counters.threads.iter().all(|t| t.tid != Tid(4244)));
     assert_eq!(
         m.sys().calls_named("perf_close").len(),
-        1,
-        "the probe's only"
+        2,
+        "the probe's two only"
     );
     // Once the process is gone, its counters close.
     std::fs::remove_dir_all(proc_root.join("4242")).unwrap();
     let _ = m.observe(0).unwrap();
     assert_eq!(
         m.sys().calls_named("perf_close").len(),
-        9 + 1,
-        "9 and the probe's"
+        9 + 2,
+        "9 and the probe's two"
     );
 }
 

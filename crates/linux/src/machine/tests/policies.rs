@@ -53,10 +53,11 @@ fn n_mass_pins(misses: u64) -> (Vec<Vec<CpuId>>, usize) {
     };
     let pids = (7001..=7004).map(Pid).collect();
     let mut m = LinuxMachine::to_manage(sys, topology, cfg, pids);
-    // Fds from 101 (100 is the capability probe's counter): instructions, cycles, LLC misses
+    // Fds from 102 (100 and 101 are the capability probe's counter and sampler event):
+    // instructions, cycles, LLC misses
     // for each process in pid order.
     for k in 0..4 {
-        let fd = 101 + 3 * k;
+        let fd = 102 + 3 * k;
         m.sys.counters.insert(fd, reading(1_000_000_000, 100, 100));
         m.sys
             .counters
@@ -138,7 +139,7 @@ fn oaas_calls(policy: &str, third: bool) -> Vec<Call> {
     let pids = apps.iter().map(|a| Pid(a.0)).collect();
     let mut m = LinuxMachine::to_manage(sys, gaud10_machine(), cfg, pids);
     for (k, app) in apps.iter().enumerate() {
-        let (fd, misses) = (101 + 3 * k as i32, app.3);
+        let (fd, misses) = (102 + 3 * k as i32, app.3);
         m.sys.counters.insert(fd, reading(1_000_000_000, 100, 100));
         m.sys
             .counters
