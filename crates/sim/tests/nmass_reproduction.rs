@@ -219,13 +219,18 @@ struct Fixed3 {
     mpki: Vec<f64>,
     /// Share of the DRAM accesses served by the accessing core's node.
     locality: f64,
+    /// Share of the DRAM accesses made from processor 1 (the remote process's, all memory
+    /// being on processor 0).
+    from_1: f64,
+    /// DRAM accesses per simulated second, all controllers.
+    accesses_per_s: f64,
 }
 
 /// `s` with process i pinned to node `nodes[i]`.
 fn fixed_run(s: &Scenario, nodes: &[u16], solo: &Solo) -> Fixed3 {
     let mut sim = rondpoint_sim::SimMachine::new(machine(), s, SimConfig::default()).unwrap();
     let mut counts: HashMap<Pid, (f64, f64)> = HashMap::new();
-    let (mut local, mut all) = (0.0, 0.0);
+    let (mut local, mut all, mut from_1) = (0.0, 0.0, 0.0);
     rondpoint_engine::run(
         &mut sim,
         &mut Fixed(nodes.to_vec()),
@@ -240,6 +245,7 @@ fn fixed_run(s: &Scenario, nodes: &[u16], solo: &Solo) -> Fixed3 {
             for (i, n) in r.observation.counters.nodes.iter().enumerate() {
                 local += n.dram_accesses_by_source[i] as f64;
                 all += n.dram_accesses() as f64;
+                from_1 += n.dram_accesses_by_source[1] as f64;
             }
         },
     )
@@ -256,6 +262,8 @@ fn fixed_run(s: &Scenario, nodes: &[u16], solo: &Solo) -> Fixed3 {
         slowdown,
         mpki: pids.iter().map(|(_, (m, i))| 1000.0 * m / i).collect(),
         locality: local / all,
+        from_1: from_1 / all,
+        accesses_per_s: all / (sim.now_ns() / 1e9),
     }
 }
 
@@ -282,11 +290,15 @@ fn homed_on_0(names: &[&str]) -> Scenario {
 /// [Majo11 §2, Figure 3]: mcf and lbm homed on processor 0. (a) both local, sharing the L3;
 /// (b) lbm remote; (c) mcf remote. Paper: (a) raises MPKI by 47% (mcf) and 62% (lbm); in (b)
 /// and (c) each MPKI rises at most 4%; slowdowns (a) mcf 23% lbm 11% (average 17%), (b) lbm
-/// almost 30%, average "only a minor improvement" over (a), (c) mcf 21% lbm 1% (average 11%).
+/// almost 30%, average "only a minor improvement" over (a), (c) mcf 21% lbm 1% (average 11%);
+/// Figure 3b: the remote process makes 56% (lbm, b) resp. 33% (mcf, c) of the traffic, and
+/// the total bandwidth of (a) is about 50% more than that of (b) and (c).
 /// Band: sharing raises both MPKIs by more than 10%, (b) and (c) by at most 4%; lbm 25-35%
 /// slower remote and mcf 15-30% slower remote; (c) the fastest on average, (b) faster than
-/// (a). Not reproduced (docs/reproduction.md): the sizes of (a)'s MPKI rises and lbm's
-/// slowdown sharing the L3 (the test checks that it is over 15%, the paper's being 11%).
+/// (a); the remote share 50-62% in (b) (a prediction: mcf's MPKI is derived from (c)'s 33%)
+/// and 28-38% in (c); (a)'s accesses per second 30-70% over (b)'s and (c)'s. Not reproduced
+/// (docs/reproduction.md): the sizes of (a)'s MPKI rises and lbm's slowdown sharing the L3
+/// (the test checks that it is over 15%, the paper's being 11%).
 #[test]
 fn nmass_fig3_mcf_and_lbm_between_locality_and_contention() {
     let s = homed_on_0(&["mcf-2006", "lbm"]);
@@ -295,8 +307,15 @@ fn nmass_fig3_mcf_and_lbm_between_locality_and_contention() {
     let mut avg = Vec::new();
     let mut lbm = Vec::new();
     let mut mcf = Vec::new();
+    let mut traffic = Vec::new();
     for (case, nodes) in [("a", [0, 0]), ("b", [0, 1]), ("c", [1, 0])] {
-        let Fixed3 { slowdown, mpki, .. } = fixed_run(&s, &nodes, &solo);
+        let Fixed3 {
+            slowdown,
+            mpki,
+            from_1,
+            accesses_per_s,
+            ..
+        } = fixed_run(&s, &nodes, &solo);
         let rise: Vec<f64> = mpki
             .iter()
             .zip(&solo_mpki)
@@ -308,6 +327,13 @@ fn nmass_fig3_mcf_and_lbm_between_locality_and_contention() {
              average {average:.1}%",
             rise[0], rise[1], slowdown[0], slowdown[1]
         );
+        println!(
+            "fig3 ({case}): remote process's share of the traffic {:.1}%, {:.1} million DRAM \
+             accesses per second",
+            100.0 * from_1,
+            accesses_per_s / 1e6
+        );
+        traffic.push((from_1, accesses_per_s));
         if case == "a" {
             assert!(rise.iter().all(|&r| r > 10.0), "{rise:?}");
         } else {
@@ -325,6 +351,12 @@ fn nmass_fig3_mcf_and_lbm_between_locality_and_contention() {
     assert!((25.0..=35.0).contains(&lbm[1]), "lbm remote: {}", lbm[1]);
     assert!((15.0..=30.0).contains(&mcf[2]), "mcf remote: {}", mcf[2]);
     assert!(avg[2] < avg[1] && avg[1] < avg[0], "{avg:?}");
+    assert!((0.50..=0.62).contains(&traffic[1].0), "(b): {traffic:?}");
+    assert!((0.28..=0.38).contains(&traffic[2].0), "(c): {traffic:?}");
+    for t in &traffic[1..] {
+        let more = traffic[0].1 / t.1 - 1.0;
+        assert!((0.30..=0.70).contains(&more), "(a) over {t:?}: {more}");
+    }
 }
 
 /// [Majo11 §3.1, Figures 4 and 5]: four soplex clones homed on processor 0, from all four
@@ -441,12 +473,14 @@ fn figures_11_12() -> Vec<(usize, String)> {
 /// program against default 8-16% worse; with the regression, some program more than 5% below
 /// default in three to five workloads, and the average slowdown over the eleven workloads at
 /// most maximum-local's. Not reproduced: N-MASS's worst program within 3% of default; the test
-/// checks that it is more than 8% worse, the program moved by the refinement paying its whole
-/// penalty (docs/reproduction.md).
+/// checks that it is more than 8% worse, with measured and with profiled MPKI (the prototype's
+/// mode), the program moved by the refinement paying its whole penalty (docs/reproduction.md).
+/// The regression's count matches the paper's, but not its cause: our regression's worst
+/// programs are mostly N-MASS's own (docs/reproduction.md).
 #[test]
 fn nmass_fig11_fig12_everything_homed_on_processor_0() {
     let mut gain_best = f64::NEG_INFINITY;
-    let (mut worst_ml, mut worst_nm, mut worst_rg) = (0.0f64, 0.0f64, 0.0f64);
+    let (mut worst_ml, mut worst_nm, mut worst_rg, mut worst_pm) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     let mut regression_below_default = Vec::new();
     let mut averages = Vec::new();
     for (k, map) in figures_11_12() {
@@ -456,16 +490,17 @@ fn nmass_fig11_fig12_everything_homed_on_processor_0() {
         let rg = slowdowns(k, &map, Pol::Regression);
         let pm = slowdowns(k, &map, Pol::ProfiledMpki);
         let gain = improvement(&nm, &ml);
-        let (ml_def, nm_def, rg_def) = (
+        let (ml_def, nm_def, rg_def, pm_def) = (
             improvement(&ml, &def),
             improvement(&nm, &def),
             improvement(&rg, &def),
+            improvement(&pm, &def),
         );
         println!(
             "fig11/12 WL{k}: average slowdown default {:.1}%, maximum-local {:.1}%, n-mass \
              {:.1}%, regression {:.1}%, profiled MPKI {:.1}%; n-mass over maximum-local \
-             {:+.0}%..{:+.0}%; worst against default: maximum-local {:+.0}%, n-mass {:+.0}%, \
-             regression {:+.0}%",
+             {:+.0}%..{:+.0}%; worst against default: maximum-local {:+.1}%, n-mass {:+.1}%, \
+             regression {:+.1}%, profiled MPKI {:+.1}%",
             def.average_pct,
             ml.average_pct,
             nm.average_pct,
@@ -476,12 +511,14 @@ fn nmass_fig11_fig12_everything_homed_on_processor_0() {
             100.0 * min(&ml_def),
             100.0 * min(&nm_def),
             100.0 * min(&rg_def),
+            100.0 * min(&pm_def),
         );
         row(&format!("  WL{k} n-mass"), &nm);
         gain_best = gain_best.max(max(&gain));
         worst_ml = worst_ml.min(min(&ml_def));
         worst_nm = worst_nm.min(min(&nm_def));
         worst_rg = worst_rg.min(min(&rg_def));
+        worst_pm = worst_pm.min(min(&pm_def));
         if min(&rg_def) < -0.05 {
             regression_below_default.push(k);
         }
@@ -489,12 +526,13 @@ fn nmass_fig11_fig12_everything_homed_on_processor_0() {
     }
     println!(
         "fig11/12: best gain over maximum-local {:.0}%; worst program against default: \
-         maximum-local {:.0}%, n-mass {:.0}%, regression {:.0}%; regression more than 5% \
-         below default in WL{regression_below_default:?}",
+         maximum-local {:.0}%, n-mass {:.0}%, regression {:.0}%, profiled MPKI {:.0}%; \
+         regression more than 5% below default in WL{regression_below_default:?}",
         100.0 * gain_best,
         100.0 * worst_ml,
         100.0 * worst_nm,
         100.0 * worst_rg,
+        100.0 * worst_pm,
     );
     let (ml, rg): (Vec<f64>, Vec<f64>) = averages.into_iter().unzip();
     println!(
@@ -505,8 +543,9 @@ fn nmass_fig11_fig12_everything_homed_on_processor_0() {
     assert!((0.10..=0.60).contains(&gain_best), "{gain_best}");
     assert!((-0.16..=-0.08).contains(&worst_ml), "{worst_ml}");
     assert!(
-        worst_nm < -0.08,
-        "n-mass's worst program {worst_nm}: now within reach of 3%? update the docs"
+        worst_nm < -0.08 && worst_pm < -0.08,
+        "n-mass's worst program {worst_nm} ({worst_pm} on profiled MPKI): now within reach of \
+         3%? update the docs"
     );
     assert!(
         (3..=5).contains(&regression_below_default.len()),
