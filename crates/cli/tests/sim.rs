@@ -22,6 +22,29 @@ fn table_matches_golden_file() {
         "first-touch,interleave",
     ]);
     insta::assert_snapshot!("sim_table_opteron_facerec_mg", out);
+    // Every line of the default tables fits 80 columns.
+    assert!(
+        out.lines()
+            .take_while(|l| !l.starts_with("note:"))
+            .all(|l| l.chars().count() <= 80),
+        "{out}"
+    );
+}
+
+#[test]
+fn wide_table_matches_golden_file() {
+    let out = stdout(&[
+        "sim",
+        "-q",
+        "--wide",
+        "--machine",
+        "opteron-8385",
+        "--workload",
+        "facerec,mg",
+        "--policy",
+        "first-touch,interleave",
+    ]);
+    insta::assert_snapshot!("sim_wide_table_opteron_facerec_mg", out);
 }
 
 #[test]

@@ -96,6 +96,11 @@ pub struct SimArgs {
     #[arg(long)]
     exchange_pins: bool,
 
+    /// Show every column (latency, link load, IPC, pages by technique) in one table, not the
+    /// 80-column tables per workload.
+    #[arg(long)]
+    wide: bool,
+
     /// Print JSON (schema in docs/json/sim.md) instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
@@ -160,6 +165,17 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     let mut policies = args.policy.clone();
     if policies.iter().any(|p| p == "all") {
         policies.push(rondpoint_sim::bound::NAME.to_string());
+        if !args.quiet && !args.json {
+            let registry = crate::policies::registry();
+            let all: Vec<&str> = registry.all().collect();
+            let other: Vec<&str> = registry.names().filter(|n| !all.contains(n)).collect();
+            noteln!(
+                "rondpoint: --policy all: the page policies ({}) and the bound; name the \
+                 others to run them ({}; their scenarios are in examples/scenarios/)",
+                all.join(", "),
+                other.join(", ")
+            );
+        }
     }
     let settings = Settings {
         machine,
@@ -201,7 +217,7 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     }
     match &summary {
         Some(s) => out!("{}{}", render_summary(s), render_notes(&results)),
-        None => out!("{}", render_table(&results)),
+        None => out!("{}", render_table(&results, args.wide)),
     }
     if args.memory {
         for r in &results {

@@ -100,7 +100,124 @@ pub fn render_memory(r: &RunResult) -> String {
 }
 
 /// The comparison table.
-pub fn render_table(results: &[RunResult]) -> String {
+pub fn render_table(results: &[RunResult], wide: bool) -> String {
+    let mut out = if wide {
+        wide_table(results)
+    } else {
+        narrow_tables(results)
+    };
+    out.push_str(&render_slowdowns(results));
+    out.push_str(&render_notes(results));
+    for r in results.iter().filter(|r| r.actions_skipped > 0) {
+        out.push_str(&format!(
+            "note: {} / {}: {} actions skipped over the per-epoch rate limit\n",
+            r.workload, r.policy, r.actions_skipped
+        ));
+    }
+    out
+}
+
+/// One table per workload, its name above it and its best policy below, the columns that say
+/// what to conclude (fits 80 columns), then what they mean.
+fn narrow_tables(results: &[RunResult]) -> String {
+    let bound = results.iter().any(|r| r.to_bound.is_some());
+    let mut out = String::new();
+    for w in workloads_of(results) {
+        let runs: Vec<&RunResult> = results.iter().filter(|r| r.workload == w).collect();
+        let rows = runs
+            .iter()
+            .map(|r| {
+                let mut row = vec![
+                    r.policy.clone(),
+                    format!("{:.2}", r.completion_s),
+                    speedup(r),
+                    format!("{:.0}%", 100.0 * r.lar),
+                    format!("{:.0}%", r.mc_imbalance),
+                    (r.pages_migrated + r.pages_interleaved + r.pages_replicated).to_string(),
+                    format!("{:.1}%", r.overhead_pct),
+                ];
+                if bound {
+                    row.insert(
+                        3,
+                        r.to_bound.map_or_else(|| "-".into(), |b| format!("{b:.2}")),
+                    );
+                }
+                row
+            })
+            .collect();
+        let mut header = vec![
+            "policy", "time s", "speedup", "LAR", "MC imb", "moved", "overhead",
+        ];
+        if bound {
+            header.insert(3, "to bound");
+        }
+        let mut right = vec![true; header.len()];
+        right[0] = false;
+        out.push_str(&format!("{w}\n"));
+        out.push_str(&format::table(&header, &right, rows));
+        out.push_str(&format!("\n{}\n\n", conclusion(&runs)));
+    }
+    out.push_str(
+        "time: completion (simulated s), lower is better; speedup: over first-touch,\n\
+         higher is better; LAR: local access ratio, higher is better; MC imb: std. dev.\n\
+         of memory-controller load as % of the mean (the controllers that served the run,\n\
+         ran its threads or held its memory), lower is better; moved: 4 KiB pages\n\
+         migrated, interleaved or replicated; overhead: thread time spent on placement\n\
+         mechanisms. --wide shows every column (latency, link load, IPC, pages by\n\
+         technique).\n",
+    );
+    if bound {
+        out.push_str(
+            "to bound: the placement bound's time over the run's, higher is better (1.00: as\n\
+             fast as the best placement the model allows, placing every page at no cost from\n\
+             the start).\n",
+        );
+    }
+    out
+}
+
+/// The workloads of `results`, in their order.
+fn workloads_of(results: &[RunResult]) -> Vec<&str> {
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in results {
+        if !workloads.contains(&r.workload.as_str()) {
+            workloads.push(&r.workload);
+        }
+    }
+    workloads
+}
+
+/// The best policy of one workload's runs (the references, oracle and bound, aside).
+fn conclusion(runs: &[&RunResult]) -> String {
+    let reference = |p: &str| p == "oracle" || p == rondpoint_sim::bound::NAME;
+    let best = runs
+        .iter()
+        .filter(|r| !reference(&r.policy))
+        .min_by(|a, b| a.completion_s.total_cmp(&b.completion_s));
+    match best {
+        None => "best: no policy ran besides the references".into(),
+        Some(b) if b.policy == "first-touch" => {
+            "best: first-touch (no policy is faster than the baseline)".into()
+        }
+        Some(b) => {
+            let vs = b
+                .speedup_vs_first_touch
+                .map_or_else(String::new, |s| format!(", {s:.2}x first-touch's speed"));
+            let to = b
+                .to_bound
+                .map_or_else(String::new, |t| format!(", {t:.2} of the bound"));
+            format!("best: {}{vs}{to}", b.policy)
+        }
+    }
+}
+
+fn speedup(r: &RunResult) -> String {
+    r.speedup_vs_first_touch
+        .map_or_else(|| "-".into(), |s| format!("{s:.2}x"))
+}
+
+/// Every column, one table for all workloads, then what they mean.
+fn wide_table(results: &[RunResult]) -> String {
     let bound = results.iter().any(|r| r.to_bound.is_some());
     let rows = results
         .iter()
@@ -109,8 +226,7 @@ pub fn render_table(results: &[RunResult]) -> String {
                 r.workload.clone(),
                 r.policy.clone(),
                 format!("{:.2}", r.completion_s),
-                r.speedup_vs_first_touch
-                    .map_or_else(|| "-".into(), |s| format!("{s:.2}x")),
+                speedup(r),
                 format!("{:.0}", r.avg_latency_cycles),
                 format!("{:.0}%", 100.0 * r.lar),
                 format!("{:.0}%", r.mc_imbalance),
@@ -153,6 +269,12 @@ pub fn render_table(results: &[RunResult]) -> String {
     let mut right = vec![true; header.len()];
     right[..2].fill(false);
     let mut out = format::table(&header, &right, rows);
+    out.push('\n');
+    for w in workloads_of(results) {
+        let runs: Vec<&RunResult> = results.iter().filter(|r| r.workload == w).collect();
+        out.push_str(&format!("\n{w}: {}", conclusion(&runs)));
+    }
+
     out.push_str(
         "\n\ntime: completion (simulated s); speedup over first-touch; lat: average DRAM access \
          latency in core cycles;\nLAR: local access ratio; MC/IC imb: std. dev. of memory-controller \
@@ -166,14 +288,6 @@ pub fn render_table(results: &[RunResult]) -> String {
             "to bound: the placement bound's time over the run's (1.00: as fast as the best \
              placement the model allows,\nwhich places every page at no cost from the start).\n",
         );
-    }
-    out.push_str(&render_slowdowns(results));
-    out.push_str(&render_notes(results));
-    for r in results.iter().filter(|r| r.actions_skipped > 0) {
-        out.push_str(&format!(
-            "note: {} / {}: {} actions skipped over the per-epoch rate limit\n",
-            r.workload, r.policy, r.actions_skipped
-        ));
     }
     out
 }
