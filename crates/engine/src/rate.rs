@@ -19,9 +19,10 @@ fn bytes_of(a: &Action) -> u64 {
         | Action::Interleave { range, .. }
         | Action::Replicate { range, .. } => range.bytes(),
         Action::MoveNodePages { pages, .. } => pages.saturating_mul(PageSize::Base4K.bytes()),
-        Action::PinThread { .. } | Action::MoveApplication { .. } | Action::SetMemPolicy { .. } => {
-            0
-        }
+        Action::PinThread { .. }
+        | Action::ExchangeThreads { .. }
+        | Action::MoveApplication { .. }
+        | Action::SetMemPolicy { .. } => 0,
     }
 }
 

@@ -96,6 +96,11 @@ pub enum Action {
         tid: Tid,
         cpus: Vec<CpuId>,
     },
+    /// Exchange two running threads' CPUs at once: `a` is pinned to `b.cpu` and `b` to
+    /// `a.cpu`, as a scheduler's load balancer exchanges two tasks. A kernel carries it out as
+    /// two pins (it lets a thread onto a busy CPU until the other leaves); a backend that runs
+    /// one thread per CPU, as the simulator does, needs both moves as one step.
+    ExchangeThreads { a: ThreadCpu, b: ThreadCpu },
     /// Move all threads of a process to node `to`, and its pages too if `with_memory`.
     MoveApplication {
         pid: Pid,
@@ -117,8 +122,16 @@ pub enum Action {
     },
 }
 
+/// A thread and the CPU it runs on: one side of an [`Action::ExchangeThreads`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadCpu {
+    pub pid: Pid,
+    pub tid: Tid,
+    pub cpu: CpuId,
+}
+
 impl Action {
-    /// The process the action touches.
+    /// The process the action touches (for an exchange, the first thread's).
     pub fn pid(&self) -> Pid {
         match self {
             Action::MigratePages { range, .. }
@@ -128,6 +141,7 @@ impl Action {
             | Action::MoveApplication { pid, .. }
             | Action::SetMemPolicy { pid, .. }
             | Action::MoveNodePages { pid, .. } => *pid,
+            Action::ExchangeThreads { a, .. } => a.pid,
         }
     }
 
@@ -140,6 +154,7 @@ impl Action {
             | Action::Replicate { range, .. } => range.count,
             Action::MoveNodePages { pages, .. } => *pages,
             Action::PinThread { .. }
+            | Action::ExchangeThreads { .. }
             | Action::MoveApplication { .. }
             | Action::SetMemPolicy { .. } => 0,
         }
@@ -152,6 +167,7 @@ impl Action {
             Action::Interleave { .. } => "interleave",
             Action::Replicate { .. } => "replicate",
             Action::PinThread { .. } => "pin-thread",
+            Action::ExchangeThreads { .. } => "exchange-threads",
             Action::MoveApplication { .. } => "move-application",
             Action::SetMemPolicy { .. } => "set-mempolicy",
             Action::MoveNodePages { .. } => "move-node-pages",

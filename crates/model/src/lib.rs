@@ -26,7 +26,7 @@ pub mod synthetic;
 pub mod toml_error;
 pub mod topology;
 
-pub use action::{Action, MemPolicy, NodeList, Outcome, OutcomeStatus, PageCounts};
+pub use action::{Action, MemPolicy, NodeList, Outcome, OutcomeStatus, PageCounts, ThreadCpu};
 pub use capability::{Capabilities, Capability, Need, Support, Unmet};
 pub use counters::{CounterGroup, Counters, Estimate, LinkCounters, NodeCounters, ThreadCounters};
 pub use gap_curve::{CurveError, CurveMachine, CurvePoint, GapCurve};

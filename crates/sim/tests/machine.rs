@@ -6,7 +6,7 @@
 use rondpoint_engine::{EngineConfig, Machine, VirtualClock};
 use rondpoint_model::{
     Action, HintingScan, MemPolicy, NodeId, Observation, OutcomeStatus, PageRange, PageSize, Pid,
-    ProcessInfo, SampleSource, SamplingRequest, Tid, Topology,
+    ProcessInfo, SampleSource, SamplingRequest, ThreadCpu, Tid, Topology,
 };
 use rondpoint_policy_api::Policy;
 use rondpoint_sim::machine_preset::MachinePreset;
@@ -768,6 +768,40 @@ fn two_applications_swap_nodes_in_one_batch_and_not_one_by_one() {
         out.iter().all(|o| o.status == OutcomeStatus::Failed),
         "{out:?}"
     );
+}
+
+#[test]
+fn two_running_threads_exchange_cores_in_one_action() {
+    let mut m = two_apps();
+    m.observe(10_000_000).unwrap();
+    let side = |m: &SimMachine, p: usize| {
+        let pr = &m.processes()[p];
+        let t = &pr.threads[0];
+        ThreadCpu {
+            pid: pr.pid,
+            tid: t.tid,
+            cpu: t.cpu,
+        }
+    };
+    let (a, b) = (side(&m, 0), side(&m, 1));
+    let out = m.apply(&[Action::ExchangeThreads { a, b }]).unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Applied, "{out:?}");
+    assert_eq!(nodes_of(&m), vec![vec![1, 0], vec![0, 1]]);
+    assert_eq!((side(&m, 0).cpu, side(&m, 1).cpu), (b.cpu, a.cpu));
+    // The same exchange again names CPUs the threads have left: refused, nothing moves.
+    let out = m.apply(&[Action::ExchangeThreads { a, b }]).unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Failed);
+    assert!(
+        out[0]
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("does not run on")
+    );
+    assert_eq!(nodes_of(&m), vec![vec![1, 0], vec![0, 1]]);
+    let a = side(&m, 0);
+    let out = m.apply(&[Action::ExchangeThreads { a, b: a }]).unwrap();
+    assert_eq!(out[0].status, OutcomeStatus::Failed);
 }
 
 #[test]

@@ -9,7 +9,9 @@ pub use pages::{MOVE_BATCH, MoveReport, move_node_pages, move_pages_from, move_p
 pub(crate) use pages::{Placement, place_all};
 
 use crate::sys::{Errno, NodeMask, Sys};
-use rondpoint_model::{Action, CpuId, NodeId, Outcome, OutcomeStatus, Pid, Tid, Topology};
+use rondpoint_model::{
+    Action, CpuId, NodeId, Outcome, OutcomeStatus, Pid, ThreadCpu, Tid, Topology,
+};
 
 fn gone(index: usize, pages: u64, pid: Pid) -> Outcome {
     Outcome::skipped(index, pages, format!("{pid} has exited"))
@@ -53,6 +55,32 @@ pub(crate) fn placed(action: &Action, mut o: Outcome) -> Outcome {
     o
 }
 
+/// Pins `a` to `b`'s CPU and `b` to `a`'s (action `index`). When the second pin fails, the
+/// first is taken back to `a`'s own CPU, so that no exchange is left half done.
+fn exchange_threads(sys: &mut dyn Sys, index: usize, a: &ThreadCpu, b: &ThreadCpu) -> Outcome {
+    let exited = |t: &ThreadCpu| format!("thread {} of {} has exited", t.tid.0, t.pid);
+    match sys.sched_setaffinity(a.tid, &[b.cpu]) {
+        Ok(()) => {}
+        Err(e) if e == Errno::ESRCH => return Outcome::skipped(index, 0, exited(a)),
+        Err(e) => return Outcome::failed(index, format!("sched_setaffinity: {e}")),
+    }
+    let (why, vanished) = match sys.sched_setaffinity(b.tid, &[a.cpu]) {
+        Ok(()) => return Outcome::applied(index),
+        Err(e) if e == Errno::ESRCH => (exited(b), true),
+        Err(e) => (format!("sched_setaffinity: {e}"), false),
+    };
+    match sys.sched_setaffinity(a.tid, &[a.cpu]) {
+        Ok(()) if vanished => {
+            Outcome::skipped(index, 0, format!("{why}; the other thread was put back"))
+        }
+        Ok(()) => Outcome::failed(index, format!("{why}; the other thread was put back")),
+        Err(e) => Outcome::failed(
+            index,
+            format!("{why}; putting the other thread back failed too: {e}"),
+        ),
+    }
+}
+
 /// Carries out one action. `threads` are the task ids of the action's process as the caller
 /// last read them (only moving a whole application uses them).
 pub fn apply(
@@ -85,6 +113,7 @@ pub fn apply(
                 Err(e) => Outcome::failed(index, format!("sched_setaffinity: {e}")),
             }
         }
+        Action::ExchangeThreads { a, b } => exchange_threads(sys, index, a, b),
         Action::MoveApplication {
             pid,
             to,
@@ -415,6 +444,44 @@ mod tests {
                 ("ENOENT".to_string(), 1),
                 ("ENOMEM".to_string(), 1)
             ]
+        );
+    }
+
+    #[test]
+    fn an_exchange_pins_each_thread_to_the_others_cpu_or_puts_the_first_back() {
+        let side = |tid: i32, cpu: u32| ThreadCpu {
+            pid: Pid(P),
+            tid: Tid(tid),
+            cpu: CpuId(cpu),
+        };
+        let exchange = Action::ExchangeThreads {
+            a: side(43, 0),
+            b: side(44, 2),
+        };
+        let affinities = |sys: &FakeSys| -> Vec<(i32, Vec<u32>)> {
+            sys.calls
+                .iter()
+                .filter_map(|c| match c {
+                    Call::SetAffinity { tid, cpus } => {
+                        Some((tid.0, cpus.iter().map(|c| c.0).collect()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut sys = FakeSys::new();
+        let o = apply(&mut sys, &topo(), 0, &exchange);
+        assert_eq!(o.status, OutcomeStatus::Applied);
+        assert_eq!(affinities(&sys), vec![(43, vec![2]), (44, vec![0])]);
+        // The second thread has exited: the first goes back to its own CPU.
+        let mut sys = FakeSys::new();
+        sys.exited_tids.push(Tid(44));
+        let o = apply(&mut sys, &topo(), 0, &exchange);
+        assert_eq!(o.status, OutcomeStatus::Skipped);
+        assert!(o.note.unwrap_or_default().contains("put back"));
+        assert_eq!(
+            affinities(&sys),
+            vec![(43, vec![2]), (44, vec![0]), (43, vec![0])]
         );
     }
 

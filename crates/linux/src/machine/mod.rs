@@ -69,6 +69,13 @@ fn for_pid(action: &Action, pid: Pid) -> Action {
         | Action::MoveApplication { pid: p, .. }
         | Action::SetMemPolicy { pid: p, .. }
         | Action::MoveNodePages { pid: p, .. } => *p = pid,
+        Action::ExchangeThreads { a, b } => {
+            for side in [a, b] {
+                if side.pid == PENDING {
+                    side.pid = pid;
+                }
+            }
+        }
     }
     action
 }

@@ -69,8 +69,15 @@ impl Arbiter {
     /// Takes note of the placement lane's actions: the processes it placed are its own.
     pub fn placed(&mut self, by: PlacedBy, actions: &[Action]) {
         for a in actions {
-            if let Action::PinThread { pid, .. } | Action::MoveApplication { pid, .. } = a {
-                self.placed.insert(*pid, by);
+            match a {
+                Action::PinThread { pid, .. } | Action::MoveApplication { pid, .. } => {
+                    self.placed.insert(*pid, by);
+                }
+                Action::ExchangeThreads { a, b } => {
+                    self.placed.insert(a.pid, by);
+                    self.placed.insert(b.pid, by);
+                }
+                _ => {}
             }
         }
     }
@@ -193,7 +200,9 @@ fn destinations(action: &Action) -> Vec<NodeId> {
         Action::Interleave { nodes, .. } | Action::Replicate { nodes, .. } => nodes.to_vec(),
         Action::MoveApplication { to, .. } => vec![*to],
         Action::MoveNodePages { to, .. } => to.to_vec(),
-        Action::PinThread { .. } | Action::SetMemPolicy { .. } => Vec::new(),
+        Action::PinThread { .. } | Action::ExchangeThreads { .. } | Action::SetMemPolicy { .. } => {
+            Vec::new()
+        }
     }
 }
 

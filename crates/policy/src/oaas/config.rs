@@ -151,6 +151,12 @@ pub struct LinuxSpreadConfig {
     /// processor and §4.2 that its results vary widely from run to run because of its load
     /// balancing (10% standard deviation); neither gives a rate.
     pub exchange_probability: f64,
+    /// Mean rate at which the load balancer exchanges a running thread with a thread of
+    /// another application on another node during the run (per second and thread). Default
+    /// 0.02 (about one exchange per thread in 50 s): chosen. [Gaud10 §4.2] attributes Linux's
+    /// run-to-run variation to its load balancing and gives no rate; 0 keeps every thread
+    /// where the start left it.
+    pub exchanges_per_s: f64,
     /// Seed of the draws. Default 1; `rondpoint sim --seed/--seeds` sets it to each run's
     /// seed unless given.
     pub seed: u64,
@@ -160,6 +166,7 @@ impl Default for LinuxSpreadConfig {
     fn default() -> Self {
         Self {
             exchange_probability: 0.25,
+            exchanges_per_s: 0.02,
             seed: 1,
         }
     }
@@ -178,4 +185,8 @@ pub const OAAS_BOUNDS: &[ParamBounds] = &[
 pub const RANDOM_BOUNDS: &[ParamBounds] = &[("seed", SEED)];
 
 /// The range of each parameter of linux-spread ([`LinuxSpreadConfig`]).
-pub const SPREAD_BOUNDS: &[ParamBounds] = &[("exchange_probability", FRACTION), ("seed", SEED)];
+pub const SPREAD_BOUNDS: &[ParamBounds] = &[
+    ("exchange_probability", FRACTION),
+    ("exchanges_per_s", Bounds::new(0.0, 1000.0, "/s")),
+    ("seed", SEED),
+];

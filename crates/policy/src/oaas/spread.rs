@@ -10,8 +10,14 @@
 //! on a free CPU of that node drawn at random, the next node when it is full; then each thread,
 //! with probability `exchange_probability`, trades its CPU with a thread of another
 //! application on another node, drawn at random, as the load balancer's migrations leave them.
-//! Migrations during the run are not modelled: the simulator runs one thread per core, so
-//! there is no imbalance for a balancer to correct.
+//!
+//! During the run the load balancer goes on moving threads: each epoch, each running thread
+//! is exchanged, with probability `1 - exp(-exchanges_per_s × epoch length)`, with a running
+//! thread of another application on another node, drawn at random
+//! ([`Action::ExchangeThreads`]; every core is busy, so a move is an exchange). Its memory
+//! stays where it was first touched, so a thread moved away from it runs remote until moved
+//! back: Linux's run-to-run variation has the paper's cause, the balancing during the run, as
+//! well as where the threads start.
 
 use super::config::LinuxSpreadConfig;
 use super::cpu_nodes;
@@ -20,13 +26,21 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use rondpoint_model::{
-    Action, Capability, CpuId, Need, NodeId, Observation, Pid, ProcessInfo, Tid, Topology,
+    Action, Capability, CpuId, Need, NodeId, Observation, Pid, ProcessInfo, ThreadCpu, Tid,
+    Topology,
 };
+
+/// Mixed into the seed of the balancing's draws (any odd constant: 2^64 / golden ratio).
+const BALANCE_STREAM: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// `linux`.
 #[derive(Clone, Debug)]
 pub struct LinuxSpread {
     config: LinuxSpreadConfig,
+    /// The draws of the balancing during the run.
+    rng: Pcg64Mcg,
+    /// The start of the previous epoch decided (ns).
+    last_ns: u64,
 }
 
 impl LinuxSpread {
@@ -38,7 +52,60 @@ impl LinuxSpread {
                 message: format!("exchange_probability must be between 0 and 1, not {p}"),
             });
         }
-        Ok(Self { config })
+        let rate = config.exchanges_per_s;
+        if !(rate.is_finite() && rate >= 0.0) {
+            return Err(PolicyError::Config {
+                policy: "linux-spread".into(),
+                message: format!("exchanges_per_s must be 0 or more, not {rate}"),
+            });
+        }
+        // A stream of its own, so that the start's deal does not depend on the run's length.
+        let rng = Pcg64Mcg::seed_from_u64(config.seed ^ BALANCE_STREAM);
+        Ok(Self {
+            config,
+            rng,
+            last_ns: 0,
+        })
+    }
+
+    /// The load balancer's exchanges over the `dt_ns` since the last epoch: each running
+    /// thread, with probability `1 - exp(-rate × dt)`, with a running thread of another
+    /// application on another node that has not moved this epoch.
+    fn balance(&mut self, processes: &[ProcessInfo], dt_ns: u64) -> Vec<Action> {
+        let p = 1.0 - (-self.config.exchanges_per_s * dt_ns as f64 / 1e9).exp();
+        if p <= 0.0 {
+            return Vec::new();
+        }
+        let threads: Vec<(ThreadCpu, NodeId)> = processes
+            .iter()
+            .flat_map(|pr| {
+                pr.threads.iter().map(|t| {
+                    let at = ThreadCpu {
+                        pid: pr.pid,
+                        tid: t.tid,
+                        cpu: t.cpu,
+                    };
+                    (at, t.node)
+                })
+            })
+            .collect();
+        let mut moved = vec![false; threads.len()];
+        let mut actions = Vec::new();
+        for i in 0..threads.len() {
+            if moved[i] || self.rng.random::<f64>() >= p {
+                continue;
+            }
+            let (a, node) = threads[i];
+            let partners: Vec<usize> = (0..threads.len())
+                .filter(|&j| !moved[j] && threads[j].0.pid != a.pid && threads[j].1 != node)
+                .collect();
+            if let Some(&j) = partners.choose(&mut self.rng) {
+                moved[i] = true;
+                moved[j] = true;
+                actions.push(Action::ExchangeThreads { a, b: threads[j].0 });
+            }
+        }
+        actions
     }
 
     /// The CPU of every thread: `(pid, tid, node, cpu)`, in the processes' order.
@@ -123,7 +190,9 @@ impl Policy for LinuxSpread {
             .collect()
     }
 
-    fn decide(&mut self, _: &Topology, _: &Observation) -> Vec<Action> {
-        Vec::new()
+    fn decide(&mut self, _: &Topology, observation: &Observation) -> Vec<Action> {
+        let dt = observation.start_ns.saturating_sub(self.last_ns);
+        self.last_ns = observation.start_ns;
+        self.balance(&observation.processes, dt)
     }
 }

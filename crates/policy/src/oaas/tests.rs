@@ -3,7 +3,8 @@ use crate::Policy;
 use proptest::prelude::*;
 use rondpoint_model::synthetic::{TopologyBuilder, r905_distances};
 use rondpoint_model::{
-    Capabilities, Counters, CpuId, Observation, Pid, Support, ThreadCounters, ThreadInfo, Tid,
+    Capabilities, Counters, CpuId, Observation, Pid, Support, ThreadCounters, ThreadCpu,
+    ThreadInfo, Tid,
 };
 
 /// The R905's shape: 4 nodes of 4 cores, 0 and 3 slow.
@@ -404,6 +405,7 @@ fn linux_spreads_each_application_from_a_random_node_and_exchanges_some_threads(
     let spread_only = LinuxSpread::new(LinuxSpreadConfig {
         exchange_probability: 0.0,
         seed: 3,
+        ..LinuxSpreadConfig::default()
     })
     .unwrap();
     let dealt = spread_only.deal(&t, &procs);
@@ -443,7 +445,85 @@ fn linux_spreads_each_application_from_a_random_node_and_exchanges_some_threads(
     assert!(
         LinuxSpread::new(LinuxSpreadConfig {
             exchange_probability: 1.5,
-            seed: 1
+            ..LinuxSpreadConfig::default()
+        })
+        .is_err()
+    );
+}
+
+/// The processes as `dealt` placed their threads.
+fn as_dealt(procs: &[ProcessInfo], dealt: &[(Pid, Tid, NodeId, CpuId)]) -> Vec<ProcessInfo> {
+    let mut placed = procs.to_vec();
+    for p in &mut placed {
+        for th in &mut p.threads {
+            if let Some(d) = dealt.iter().find(|d| d.0 == p.pid && d.1 == th.tid) {
+                (th.node, th.cpu) = (d.2, d.3);
+            }
+        }
+    }
+    placed
+}
+
+#[test]
+fn linux_balances_during_the_run_by_exchanging_threads_across_applications_and_nodes() {
+    let t = r905();
+    let procs: Vec<ProcessInfo> = (0..4).map(|i| app(i, 0)).collect();
+    let mut l = LinuxSpread::new(LinuxSpreadConfig {
+        exchanges_per_s: 0.5,
+        ..LinuxSpreadConfig::default()
+    })
+    .unwrap();
+    let placed = as_dealt(&procs, &l.deal(&t, &procs));
+    let node_of = |a: &ThreadCpu| {
+        placed
+            .iter()
+            .flat_map(|p| &p.threads)
+            .find(|th| th.tid == a.tid)
+            .map(|th| th.node)
+    };
+    let mut total = 0;
+    for epoch in 0..40u64 {
+        let obs = Observation {
+            epoch,
+            start_ns: epoch * 100_000_000,
+            processes: placed.clone(),
+            ..Observation::default()
+        };
+        let actions = l.decide(&t, &obs);
+        if epoch == 0 {
+            assert!(actions.is_empty(), "no time has passed at the first epoch");
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for a in &actions {
+            let Action::ExchangeThreads { a, b } = a else {
+                panic!("only exchanges during the run: {a:?}");
+            };
+            assert_ne!(a.pid, b.pid, "threads of two applications");
+            assert_ne!(node_of(a), node_of(b), "on two nodes");
+            assert!(
+                seen.insert(a.tid) && seen.insert(b.tid),
+                "a thread moves once"
+            );
+        }
+        total += actions.len();
+    }
+    // 16 threads at 0.5/s over 3.9 s: about 31 draws hit, each taking two threads.
+    assert!((5..=40).contains(&total), "{total} exchanges");
+    let mut still = LinuxSpread::new(LinuxSpreadConfig {
+        exchanges_per_s: 0.0,
+        ..LinuxSpreadConfig::default()
+    })
+    .unwrap();
+    let obs = Observation {
+        start_ns: 10_000_000_000,
+        processes: placed.clone(),
+        ..Observation::default()
+    };
+    assert!(still.decide(&t, &obs).is_empty());
+    assert!(
+        LinuxSpread::new(LinuxSpreadConfig {
+            exchanges_per_s: -1.0,
+            ..LinuxSpreadConfig::default()
         })
         .is_err()
     );

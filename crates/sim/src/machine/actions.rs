@@ -27,6 +27,7 @@ impl SimMachine {
             }
             Action::Replicate { range, nodes } => self.replicate(index, range, nodes),
             Action::PinThread { pid, tid, cpus } => self.pin_thread(index, *pid, *tid, cpus),
+            Action::ExchangeThreads { a, b } => self.exchange_threads(index, a, b),
             Action::MoveApplication { .. } => {
                 let plan = self.plan_placements(std::slice::from_ref(action), false);
                 self.apply_placed(index, action, plan.into_iter().next().flatten(), false)

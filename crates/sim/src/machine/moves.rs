@@ -14,7 +14,7 @@
 use super::SimMachine;
 use super::actions::no_process;
 use crate::machine::whole_range;
-use rondpoint_model::{Action, CpuId, Outcome, OutcomeStatus, PageRange, Pid, Tid};
+use rondpoint_model::{Action, CpuId, Outcome, OutcomeStatus, PageRange, Pid, ThreadCpu, Tid};
 
 /// Where a placement action sends its threads.
 #[derive(Clone, Debug)]
@@ -236,6 +236,47 @@ impl SimMachine {
             return Outcome::failed(index, "every allowed CPU is busy or does not exist");
         };
         self.move_thread(t, core);
+        Outcome::applied(index)
+    }
+
+    /// Exchanges the cores of two running threads, each on the CPU the action says it runs on
+    /// (action `index`).
+    pub(super) fn exchange_threads(
+        &mut self,
+        index: usize,
+        a: &ThreadCpu,
+        b: &ThreadCpu,
+    ) -> Outcome {
+        let mut at = [(0, 0); 2];
+        for (k, side) in [a, b].into_iter().enumerate() {
+            let Some(t) = self.thread_of(side.pid, side.tid) else {
+                return no_thread(index, side.pid, side.tid);
+            };
+            if self.threads[t].done_ns.is_some() {
+                return Outcome::skipped(
+                    index,
+                    0,
+                    format!("thread {} of {} has ended", side.tid, side.pid),
+                );
+            }
+            match self.cores_of(&[side.cpu]).first() {
+                Some(&core) if core == self.threads[t].core => at[k] = (t, core),
+                _ => {
+                    return Outcome::failed(
+                        index,
+                        format!(
+                            "thread {} of {} does not run on {}",
+                            side.tid, side.pid, side.cpu
+                        ),
+                    );
+                }
+            }
+        }
+        if at[0].0 == at[1].0 {
+            return Outcome::failed(index, "a thread cannot exchange with itself");
+        }
+        self.move_thread(at[0].0, at[1].1);
+        self.move_thread(at[1].0, at[0].1);
         Outcome::applied(index)
     }
 
