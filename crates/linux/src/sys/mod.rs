@@ -135,23 +135,104 @@ pub struct SpawnSetup {
     pub cpus: Option<Vec<CpuId>>,
 }
 
-/// What to measure or sample with perf_event_open (a subset of `struct perf_event_attr`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What to measure or sample with perf_event_open (a subset of `struct perf_event_attr`;
+/// [`PerfAttr::kernel`] gives every field the kernel receives).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PerfAttr {
     /// PERF_TYPE_* (0 hardware, 1 software, 4 raw, or a dynamic PMU type such as ibs_op's).
     pub kind: u32,
     pub config: u64,
     pub config1: u64,
+    /// `config2` (Arm SPE's minimum latency, for one).
+    pub config2: u64,
     /// 0 for a counter; otherwise one sample every this many events.
     pub sample_period: u64,
     /// PERF_SAMPLE_* bits.
     pub sample_type: u64,
     pub precise_ip: u8,
     pub exclude_kernel: bool,
+    /// Leave out the hypervisor: true by default; PMUs that cannot exclude anything (uncore
+    /// counters, IBS) refuse an event that asks it.
+    pub exclude_hv: bool,
     /// Count the children and threads the task creates after the event is opened.
     pub inherit: bool,
     /// Data pages of the ring buffer (a power of two; 0 for a counter).
     pub ring_pages: usize,
+}
+
+impl Default for PerfAttr {
+    fn default() -> Self {
+        Self {
+            kind: 0,
+            config: 0,
+            config1: 0,
+            config2: 0,
+            sample_period: 0,
+            sample_type: 0,
+            precise_ip: 0,
+            exclude_kernel: false,
+            exclude_hv: true,
+            inherit: false,
+            ring_pages: 0,
+        }
+    }
+}
+
+/// PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING
+/// (include/uapi/linux/perf_event.h): the read_format of every event rondpoint opens.
+pub const READ_FORMAT_TIMES: u64 = 1 | 2;
+
+/// Every `perf_event_attr` field rondpoint sets, as the kernel receives it; the fields not
+/// here are zero. What [`Sys::perf_open`] opens, and what the attr-equivalence test compares
+/// with perf's (scripts/perf-equivalence).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelAttr {
+    pub kind: u32,
+    pub config: u64,
+    pub config1: u64,
+    pub config2: u64,
+    pub sample_period: u64,
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub disabled: bool,
+    pub inherit: bool,
+    pub exclude_kernel: bool,
+    pub exclude_hv: bool,
+    pub precise_ip: u8,
+    pub watermark: bool,
+    pub wakeup_watermark: u32,
+}
+
+impl PerfAttr {
+    /// The full attr: counters are read with their enabled and running times, to scale them
+    /// when the kernel multiplexes them (ignored by sampling events, which are never read());
+    /// every event starts disabled and is enabled once open. A ring is drained on the
+    /// engine's clock, not polled, so the kernel is asked to wake readers only once half of
+    /// it is written: a wakeup per sample costs the sampled program an interrupt work item
+    /// at every sample. `page_bytes` is the kernel's page size.
+    pub fn kernel(&self, page_bytes: u64) -> KernelAttr {
+        let ring_bytes = (self.ring_pages as u64).saturating_mul(page_bytes) / 2;
+        KernelAttr {
+            kind: self.kind,
+            config: self.config,
+            config1: self.config1,
+            config2: self.config2,
+            sample_period: self.sample_period,
+            sample_type: self.sample_type,
+            read_format: READ_FORMAT_TIMES,
+            disabled: true,
+            inherit: self.inherit,
+            exclude_kernel: self.exclude_kernel,
+            exclude_hv: self.exclude_hv,
+            precise_ip: self.precise_ip,
+            watermark: self.ring_pages > 0,
+            wakeup_watermark: if self.ring_pages > 0 {
+                u32::try_from(ring_bytes).unwrap_or(u32::MAX)
+            } else {
+                0
+            },
+        }
+    }
 }
 
 /// A counter as read: its value, and the nanoseconds it was enabled and actually counting

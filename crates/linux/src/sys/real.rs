@@ -275,34 +275,25 @@ impl Sys for RealSys {
     }
 
     fn perf_open(&mut self, attr: &PerfAttr, pid: Pid, cpu: i32) -> Result<PerfFd, Errno> {
+        let k = attr.kernel(page_size() as u64);
         let mut a = perf::bindings::perf_event_attr {
-            type_: attr.kind,
+            type_: k.kind,
             size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
-            config: attr.config,
-            sample_type: attr.sample_type,
+            config: k.config,
+            sample_type: k.sample_type,
+            read_format: k.read_format,
             ..Default::default()
         };
-        a.__bindgen_anon_1.sample_period = attr.sample_period;
-        a.__bindgen_anon_3.config1 = attr.config1;
-        // Counters are read with their enabled and running times, to scale them when the
-        // kernel multiplexes them (ignored by sampling events, which are never read()).
-        a.read_format = u64::from(
-            perf::bindings::PERF_FORMAT_TOTAL_TIME_ENABLED
-                | perf::bindings::PERF_FORMAT_TOTAL_TIME_RUNNING,
-        );
-        a.set_disabled(1);
-        a.set_inherit(u64::from(attr.inherit));
-        a.set_exclude_kernel(u64::from(attr.exclude_kernel));
-        a.set_exclude_hv(1);
-        a.set_precise_ip(u64::from(attr.precise_ip));
-        if attr.ring_pages > 0 {
-            // Nothing polls the ring (it is drained on the engine's clock), so the kernel is
-            // asked to wake readers only once half of it is written: a wakeup per sample costs
-            // the sampled program an interrupt work item at every sample.
-            a.set_watermark(1);
-            a.__bindgen_anon_2.wakeup_watermark =
-                u32::try_from(attr.ring_pages * page_size() / 2).unwrap_or(u32::MAX);
-        }
+        a.__bindgen_anon_1.sample_period = k.sample_period;
+        a.__bindgen_anon_3.config1 = k.config1;
+        a.__bindgen_anon_4.config2 = k.config2;
+        a.set_disabled(u64::from(k.disabled));
+        a.set_inherit(u64::from(k.inherit));
+        a.set_exclude_kernel(u64::from(k.exclude_kernel));
+        a.set_exclude_hv(u64::from(k.exclude_hv));
+        a.set_precise_ip(u64::from(k.precise_ip));
+        a.set_watermark(u64::from(k.watermark));
+        a.__bindgen_anon_2.wakeup_watermark = k.wakeup_watermark;
         // SAFETY: `a` is a fully initialised perf_event_attr whose `size` is its own size; the
         // kernel only reads it. group_fd -1 opens a group leader; cpu -1 follows the task.
         let fd = unsafe {
