@@ -7,13 +7,18 @@
 //! - [`format`](mod@format): the format fields, and the encoding of an event string into
 //!   config words exactly as perf encodes it (the reference rondpoint's attrs are compared
 //!   with);
+//! - [`events`]: the events rondpoint opens per signal and CPU family, with the source of
+//!   every code, and [`attrs`]: the complete `perf_event_attr` of each on a given machine,
+//!   checked against perf's by scripts/perf-equivalence;
 //! - [`access`]: the paranoid level and effective capabilities, read through a
 //!   [`crate::procfs::ProcRoot`], and which kinds of events they allow.
 //!
 //! Everything here is pure reading and parsing: nothing is opened.
 
 pub mod access;
+pub mod attrs;
 mod detect;
+pub mod events;
 pub mod format;
 
 pub use access::{Access, Privileges, Scope};

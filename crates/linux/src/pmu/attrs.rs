@@ -1,0 +1,634 @@
+//! From a machine's PMUs to the `perf_event_attr` of every event rondpoint would open there:
+//! the catalogue's entries ([`super::events::CATALOGUE`]) whose CPU family and PMU the machine
+//! has, each encoded with the PMU's own `format/*` files, in the opening mode of its signal.
+//! Signals with no usable entry are listed with why, so reports can say what is estimated.
+//!
+//! Pure: nothing is opened. [`Plan::perf_lines`] prints each attr with the perf command that
+//! must print the same attr, which scripts/perf-equivalence runs against fixture trees.
+
+use super::events::{CATALOGUE, CatalogueEvent, Encoding, Family, PRECISE_PERIOD, Signal};
+use super::{Pmu, PmuKind};
+use crate::sys::{KernelAttr, PerfAttr};
+use std::fmt::Write as _;
+
+/// A CPU as perf's `PERF_CPUID` names it on x86 (`GenuineIntel-6-8F-8`: vendor, family in
+/// decimal, model in hexadecimal, stepping; tools/perf/arch/x86/util/header.c), or as
+/// /proc/cpuinfo describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuIdent {
+    pub vendor: String,
+    pub family: u32,
+    pub model: u32,
+}
+
+impl CpuIdent {
+    /// Reads `VENDOR-FAMILY-MODEL[-STEPPING]`, as `PERF_CPUID` takes it.
+    pub fn parse_perf_cpuid(text: &str) -> Option<Self> {
+        let mut parts = text.trim().split('-');
+        let vendor = parts.next()?.to_string();
+        let family = parts.next()?.parse().ok()?;
+        let model = u32::from_str_radix(parts.next()?, 16).ok()?;
+        Some(Self {
+            vendor,
+            family,
+            model,
+        })
+    }
+
+    /// The first processor of /proc/cpuinfo's text.
+    pub fn from_cpuinfo(text: &str) -> Option<Self> {
+        let (vendor, family, model) = crate::perf::events::parse_cpuinfo(text)?;
+        Some(Self {
+            vendor,
+            family,
+            model,
+        })
+    }
+
+    fn is(&self, vendor: &str, family: u32) -> bool {
+        self.vendor == vendor && self.family == family
+    }
+}
+
+/// Where an event counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A process's threads, inherited by what they create (pid = the task, cpu = -1).
+    Task,
+    /// Everything on one CPU of the PMU's `cpumask` (pid = -1): uncore counters.
+    Cpu,
+}
+
+/// One attr rondpoint would open.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedAttr {
+    pub event: &'static CatalogueEvent,
+    /// The PMU unit (`uncore_imc_3`), or `""` for a generic hardware event.
+    pub unit: String,
+    pub target: Target,
+    pub attr: PerfAttr,
+}
+
+/// A signal this machine cannot give, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Degraded {
+    pub signal: Signal,
+    pub why: String,
+}
+
+/// Every attr for a machine, and the signals left without one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub families: Vec<Family>,
+    pub attrs: Vec<PlannedAttr>,
+    pub degraded: Vec<Degraded>,
+}
+
+/// Data pages of a precise sampler's ring (per CPU), as the page-fault sampler's default.
+const SAMPLER_RING_PAGES: usize = 64;
+
+/// PERF_SAMPLE_* bits (include/uapi/linux/perf_event.h) the precise samplers ask for.
+const SAMPLE_TID: u64 = 1 << 1;
+const SAMPLE_ADDR: u64 = 1 << 3;
+const SAMPLE_CPU: u64 = 1 << 7;
+const SAMPLE_RAW: u64 = 1 << 10;
+const SAMPLE_DATA_SRC: u64 = 1 << 15;
+
+/// perf's names of the PERF_SAMPLE_* bits, bit 0 first (tools/perf/util/perf_event_attr_fprintf.c).
+const SAMPLE_NAMES: [&str; 25] = [
+    "IP",
+    "TID",
+    "TIME",
+    "ADDR",
+    "READ",
+    "CALLCHAIN",
+    "ID",
+    "CPU",
+    "PERIOD",
+    "STREAM_ID",
+    "RAW",
+    "BRANCH_STACK",
+    "REGS_USER",
+    "STACK_USER",
+    "WEIGHT",
+    "DATA_SRC",
+    "IDENTIFIER",
+    "TRANSACTION",
+    "REGS_INTR",
+    "PHYS_ADDR",
+    "AUX",
+    "CGROUP",
+    "DATA_PAGE_SIZE",
+    "CODE_PAGE_SIZE",
+    "WEIGHT_STRUCT",
+];
+
+/// perf's names of the PERF_FORMAT_* bits, bit 0 first.
+const READ_FORMAT_NAMES: [&str; 5] = [
+    "TOTAL_TIME_ENABLED",
+    "TOTAL_TIME_RUNNING",
+    "ID",
+    "GROUP",
+    "LOST",
+];
+
+/// The families of this machine's CPU: from `cpu` when known (/proc/cpuinfo, or a fixture's
+/// perf cpuid), else from what the PMUs show (`caps/pmu_name` of Intel's core PMU, IBS's
+/// `caps/zen4_ibs_extensions`).
+pub fn families(pmus: &[Pmu], cpu: Option<&CpuIdent>) -> Vec<Family> {
+    let has = |kind| pmus.iter().any(|p| p.kind == kind);
+    let cap = |kind, name: &str, value: &str| {
+        pmus.iter()
+            .any(|p| p.kind == kind && p.caps.get(name).is_some_and(|v| v == value))
+    };
+    let mut out = Vec::new();
+    if has(PmuKind::Core) {
+        out.push(Family::AnyCore);
+    }
+    let spr = match cpu {
+        Some(c) => c.is("GenuineIntel", 6) && [0x8f, 0xcf].contains(&c.model),
+        None => cap(PmuKind::Core, "pmu_name", "sapphire_rapids"),
+    };
+    let zen4 = match cpu {
+        Some(c) => {
+            c.is("AuthenticAMD", 0x1a)
+                || c.is("AuthenticAMD", 0x19) && matches!(c.model, 0x10..=0x1f | 0x60..=0xff)
+        }
+        None => cap(PmuKind::IbsOp, "zen4_ibs_extensions", "1"),
+    };
+    if spr {
+        out.push(Family::IntelSapphireRapids);
+    }
+    if zen4 {
+        out.push(Family::AmdZen4);
+    }
+    if has(PmuKind::Spe) {
+        out.push(Family::ArmSpe);
+    }
+    out
+}
+
+/// The attrs rondpoint would open on a machine with these PMUs and this CPU.
+pub fn plan(pmus: &[Pmu], cpu: Option<&CpuIdent>) -> Plan {
+    let families = families(pmus, cpu);
+    let mut attrs = Vec::new();
+    let mut degraded = Vec::new();
+    for signal in Signal::ALL {
+        let mut problems = Vec::new();
+        let before = attrs.len();
+        for event in CATALOGUE
+            .iter()
+            .filter(|e| e.signal == signal && families.contains(&e.family))
+        {
+            attrs.extend(attrs_of(event, pmus, &mut problems));
+        }
+        if attrs.len() == before {
+            if problems.is_empty() {
+                problems.push(missing(signal, pmus).to_string());
+            }
+            degraded.push(Degraded {
+                signal,
+                why: problems.join("; "),
+            });
+        }
+    }
+    Plan {
+        families,
+        attrs,
+        degraded,
+    }
+}
+
+/// Why a signal has no entry for this machine's families.
+fn missing(signal: Signal, pmus: &[Pmu]) -> &'static str {
+    let core = pmus.iter().any(|p| p.kind == PmuKind::Core);
+    match signal {
+        _ if !core && signal <= Signal::DramRemote => {
+            "no core PMU (a VM without a virtual PMU?): hardware counters cannot be opened"
+        }
+        Signal::DramLocal | Signal::DramRemote => {
+            "no local/remote DRAM event catalogued for this CPU: DRAM traffic estimated from page-fault samples"
+        }
+        Signal::McReads | Signal::McWrites => {
+            "no uncore_imc or amd_umc PMU with a catalogued event: memory-controller traffic estimated from page-fault samples"
+        }
+        Signal::LinkTraffic => {
+            "no uncore_upi PMU with a catalogued event (xGMI counters are not catalogued): link traffic not measured"
+        }
+        Signal::PreciseLoads => {
+            "no IBS op, PEBS or SPE PMU with a catalogued event: page-fault samples stand in"
+        }
+        _ => "no PEBS store event catalogued for this CPU: stores are not sampled",
+    }
+}
+
+/// The attrs of one entry: one per unit of its PMU kind (one for a generic event); a unit
+/// the entry does not fit is left out, with why in `problems`.
+fn attrs_of(
+    event: &'static CatalogueEvent,
+    pmus: &[Pmu],
+    problems: &mut Vec<String>,
+) -> Vec<PlannedAttr> {
+    let units: Vec<&Pmu> = pmus.iter().filter(|p| p.kind == event.pmu).collect();
+    if units.is_empty() {
+        problems.push(format!(
+            "{} is on a {}, which this machine lacks",
+            event.name,
+            event.pmu.describe()
+        ));
+        return Vec::new();
+    }
+    let target = match event.signal {
+        Signal::McReads | Signal::McWrites | Signal::LinkTraffic => Target::Cpu,
+        _ => Target::Task,
+    };
+    let terms = match event.encoding {
+        Encoding::Generic { config, .. } => {
+            let attr = mode(event, 0, [config, 0, 0]);
+            return vec![PlannedAttr {
+                event,
+                unit: String::new(),
+                target,
+                attr,
+            }];
+        }
+        Encoding::Terms(terms) => terms,
+    };
+    let mut out = Vec::new();
+    for unit in units {
+        let words = match unit.encode(terms) {
+            Ok(w) if w.config3 == 0 => w,
+            Ok(_) => {
+                problems.push(format!("{} on {}: sets config3", event.name, unit.name));
+                continue;
+            }
+            Err(e) => {
+                problems.push(format!("{} on {}: {e}", event.name, unit.name));
+                continue;
+            }
+        };
+        if is_pebs(event) && unit.max_precise().unwrap_or(0) < 2 {
+            problems.push(format!(
+                "{}: {} has no PEBS (caps/max_precise below 2)",
+                event.name, unit.name
+            ));
+            continue;
+        }
+        let attr = mode(
+            event,
+            unit.pmu_type,
+            [words.config, words.config1, words.config2],
+        );
+        out.push(PlannedAttr {
+            event,
+            unit: unit.name.clone(),
+            target,
+            attr,
+        });
+    }
+    out
+}
+
+fn is_pebs(event: &CatalogueEvent) -> bool {
+    matches!(event.signal, Signal::PreciseLoads | Signal::PreciseStores)
+        && event.family == Family::IntelSapphireRapids
+}
+
+/// The attr of an event in its signal's opening mode: a process's counters count user space
+/// only (what kernel.perf_event_paranoid 2 allows on one's own processes) and are inherited;
+/// uncore counters exclude nothing (their PMUs refuse any exclusion: PERF_PMU_CAP_NO_EXCLUDE);
+/// precise samplers sample every [`PRECISE_PERIOD`] events with the data address, data source,
+/// thread and CPU, PEBS at precise_ip 2 in user space, IBS including the kernel (ibs.c refuses
+/// any exclusion unless its software filter is asked for) and with its raw registers.
+fn mode(event: &CatalogueEvent, kind: u32, [config, config1, config2]: [u64; 3]) -> PerfAttr {
+    let base = PerfAttr {
+        kind,
+        config,
+        config1,
+        config2,
+        ..PerfAttr::default()
+    };
+    match event.signal {
+        Signal::McReads | Signal::McWrites | Signal::LinkTraffic => PerfAttr {
+            exclude_hv: false,
+            ..base
+        },
+        Signal::PreciseLoads | Signal::PreciseStores => {
+            let ibs = event.pmu == PmuKind::IbsOp;
+            PerfAttr {
+                sample_period: PRECISE_PERIOD,
+                sample_type: SAMPLE_TID
+                    | SAMPLE_ADDR
+                    | SAMPLE_CPU
+                    | SAMPLE_DATA_SRC
+                    | if ibs { SAMPLE_RAW } else { 0 },
+                precise_ip: if is_pebs(event) { 2 } else { 0 },
+                exclude_kernel: !ibs,
+                exclude_hv: !ibs,
+                inherit: true,
+                ring_pages: SAMPLER_RING_PAGES,
+                ..base
+            }
+        }
+        _ => PerfAttr {
+            exclude_kernel: true,
+            inherit: true,
+            ..base
+        },
+    }
+}
+
+/// Names of the set bits of `value`, `|`-separated as perf prints them, or `0`.
+fn bit_names(value: u64, names: &[&str]) -> String {
+    let set: Vec<&str> = names
+        .iter()
+        .enumerate()
+        .filter(|(bit, _)| value & (1 << bit) != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    if set.is_empty() {
+        "0".to_string()
+    } else {
+        set.join("|")
+    }
+}
+
+impl PlannedAttr {
+    /// `signal/name/unit`, unique in a plan.
+    pub fn id(&self) -> String {
+        format!("{}/{}/{}", self.event.signal, self.event.name, self.unit)
+    }
+
+    /// perf's modifier for this attr's exclusions and precision.
+    fn modifier(&self) -> &'static str {
+        match (self.attr.exclude_kernel, self.attr.precise_ip) {
+            (true, 2) => "upp",
+            (true, _) => "u",
+            (false, _) => "",
+        }
+    }
+
+    /// The event as perf's `-e` takes it, and the perf options of the opening mode.
+    pub(crate) fn perf_command(&self) -> (String, String) {
+        let m = self.modifier();
+        let event = match self.event.encoding {
+            Encoding::Generic { perf, .. } => format!("{perf}:{m}"),
+            Encoding::Terms(terms) => format!("{}/{terms}/{m}", self.unit),
+        };
+        let options = match (self.target, self.attr.sample_period) {
+            (Target::Cpu, _) => "stat -a --no-inherit".to_string(),
+            (Target::Task, 0) => "stat".to_string(),
+            (Target::Task, period) => {
+                let raw = if self.attr.sample_type & SAMPLE_RAW != 0 {
+                    " -R"
+                } else {
+                    ""
+                };
+                format!("record -c {period} -d --sample-cpu{raw}")
+            }
+        };
+        (event.trim_end_matches(':').to_string(), options)
+    }
+
+    /// The same event by the name of perf's tables, with the same modifier.
+    pub(crate) fn perf_named(&self) -> Option<String> {
+        let name = self.event.perf_name?;
+        let m = self.modifier();
+        Some(if m.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name}:{m}")
+        })
+    }
+
+    /// The compared fields, `name=value` as perf -vv prints them (zero fields included, which
+    /// perf leaves out). Recording adds perf's own read_format; it is not compared then.
+    pub fn fields(&self) -> String {
+        let k: KernelAttr = self.attr.kernel(4096);
+        let sampling = k.sample_period != 0;
+        let mut out = format!(
+            "type={} config={:#x} config1={:#x} config2={:#x} sample_period={} freq=0 \
+             sample_type={}",
+            k.kind,
+            k.config,
+            k.config1,
+            k.config2,
+            k.sample_period,
+            bit_names(k.sample_type, &SAMPLE_NAMES)
+        );
+        if !sampling {
+            let _ = write!(
+                out,
+                " read_format={}",
+                bit_names(k.read_format, &READ_FORMAT_NAMES)
+            );
+        }
+        let _ = write!(
+            out,
+            " disabled={} inherit={} pinned=0 exclusive=0 exclude_user=0 exclude_kernel={} \
+             exclude_hv={} exclude_idle=0 precise_ip={} exclude_host=0",
+            u8::from(k.disabled),
+            u8::from(k.inherit),
+            u8::from(k.exclude_kernel),
+            u8::from(k.exclude_hv),
+            k.precise_ip
+        );
+        out
+    }
+}
+
+impl Plan {
+    /// One tab-separated line per attr (`attr`, id, perf options, event, named event or `-`,
+    /// fields) and per degraded signal (`degraded`, signal, why): the input of
+    /// scripts/perf-equivalence.
+    pub fn perf_lines(&self) -> String {
+        let mut out = String::new();
+        for a in &self.attrs {
+            let (event, options) = a.perf_command();
+            let named = a.perf_named().unwrap_or_else(|| "-".to_string());
+            let _ = writeln!(
+                out,
+                "attr\t{}\t{options}\t{event}\t{named}\t{}",
+                a.id(),
+                a.fields()
+            );
+        }
+        for d in &self.degraded {
+            let _ = writeln!(out, "degraded\t{}\t{}", d.signal, d.why);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysfs::SysfsRoot;
+    use std::path::PathBuf;
+
+    fn fixture(machine: &str) -> Vec<Pmu> {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/pmu")
+            .join(machine);
+        super::super::detect(&SysfsRoot::new(root)).unwrap()
+    }
+
+    fn cpuid(machine: &str) -> CpuIdent {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/pmu")
+            .join(machine)
+            .join("perf-cpuid");
+        CpuIdent::parse_perf_cpuid(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    fn signals(plan: &Plan) -> Vec<Signal> {
+        let mut s: Vec<Signal> = plan.attrs.iter().map(|a| a.event.signal).collect();
+        s.dedup();
+        s
+    }
+
+    fn find<'a>(plan: &'a Plan, id: &str) -> &'a PlannedAttr {
+        plan.attrs.iter().find(|a| a.id() == id).unwrap()
+    }
+
+    #[test]
+    fn zen4_opens_ibs_umcs_and_dram_fills_and_lacks_links() {
+        let pmus = fixture("zen4-genoa");
+        let plan = plan(&pmus, Some(&cpuid("zen4-genoa")));
+        assert_eq!(plan, super::plan(&pmus, None), "the PMUs say Zen 4 too");
+        assert_eq!(plan.families, [Family::AnyCore, Family::AmdZen4]);
+        let all = Signal::ALL;
+        assert_eq!(signals(&plan), [&all[..7], &all[8..9]].concat());
+        assert_eq!(plan.attrs.len(), 3 + 2 + 12 * 2 + 1);
+        let near = &find(&plan, "dram-local/dram-io-near/cpu").attr;
+        assert_eq!((near.kind, near.config), (4, 0x844));
+        assert!(near.exclude_kernel && near.exclude_hv && near.inherit);
+        let umc = &find(&plan, "mc-writes/umc-cas-wr/amd_umc_11").attr;
+        assert_eq!((umc.kind, umc.config), (25, 0x20a));
+        assert!(!umc.exclude_hv && !umc.inherit && umc.sample_period == 0);
+        let ibs = find(&plan, "precise-loads/ibs-op/ibs_op");
+        assert_eq!((ibs.attr.kind, ibs.attr.config), (11, 1 << 19));
+        assert!(
+            !ibs.attr.exclude_kernel && !ibs.attr.exclude_hv,
+            "IBS excludes nothing"
+        );
+        assert_eq!(ibs.attr.sample_type & SAMPLE_RAW, SAMPLE_RAW);
+        assert_eq!(
+            ibs.perf_command(),
+            (
+                "ibs_op/cnt_ctl=1/".to_string(),
+                "record -c 16384 -d --sample-cpu -R".to_string()
+            )
+        );
+        let why: Vec<Signal> = plan.degraded.iter().map(|d| d.signal).collect();
+        assert_eq!(why, [Signal::LinkTraffic, Signal::PreciseStores]);
+        assert!(plan.degraded[0].why.contains("xGMI"), "{:?}", plan.degraded);
+    }
+
+    #[test]
+    fn sapphire_rapids_opens_pebs_imcs_and_upi() {
+        let pmus = fixture("spr-xeon-2s");
+        let plan = plan(&pmus, Some(&cpuid("spr-xeon-2s")));
+        assert_eq!(
+            plan.families,
+            [Family::AnyCore, Family::IntelSapphireRapids]
+        );
+        assert_eq!(signals(&plan), Signal::ALL);
+        assert!(plan.degraded.is_empty(), "{:?}", plan.degraded);
+        assert_eq!(plan.attrs.len(), 3 + 2 + 8 * 2 + 4 + 2 + 1);
+        let loads = find(&plan, "precise-loads/mem-loads/cpu");
+        assert_eq!(
+            (loads.attr.config, loads.attr.config1, loads.attr.precise_ip),
+            (0x1cd, 30, 2),
+            "ldlat 30 exactly: the mem-loads alias would OR its ldlat=3 in (31)"
+        );
+        assert_eq!(
+            loads.perf_command().0,
+            "cpu/event=0xcd,umask=0x1,ldlat=30/upp"
+        );
+        let rd = find(&plan, "mc-reads/cas-count-read/uncore_imc_7");
+        assert_eq!((rd.attr.kind, rd.attr.config), (47, 0xcf05));
+        assert_eq!(rd.target, Target::Cpu);
+        assert_eq!(rd.perf_named().as_deref(), Some("unc_m_cas_count.rd"));
+        let upi = &find(&plan, "link-traffic/upi-txl-flits-data/uncore_upi_3").attr;
+        assert_eq!((upi.kind, upi.config), (63, 0xf02));
+        let local = find(&plan, "dram-local/local-dram/cpu");
+        assert_eq!(
+            local.perf_named().as_deref(),
+            Some("mem_load_l3_miss_retired.local_dram:u")
+        );
+        let fields = find(&plan, "instructions/instructions/").fields();
+        assert!(fields.starts_with("type=0 config=0x1 "), "{fields}");
+        assert!(fields.contains(" read_format=TOTAL_TIME_ENABLED|TOTAL_TIME_RUNNING "));
+    }
+
+    #[test]
+    fn neoverse_counts_generically_and_samples_with_spe() {
+        let plan = plan(&fixture("neoverse-n1"), None);
+        assert_eq!(plan.families, [Family::AnyCore, Family::ArmSpe]);
+        let spe = find(&plan, "precise-loads/spe-loads-stores/arm_spe_0");
+        assert_eq!((spe.attr.kind, spe.attr.config), (9, 1 | 1 << 33 | 1 << 34));
+        let why: Vec<Signal> = plan.degraded.iter().map(|d| d.signal).collect();
+        assert_eq!(
+            why,
+            [
+                Signal::DramLocal,
+                Signal::DramRemote,
+                Signal::McReads,
+                Signal::McWrites,
+                Signal::LinkTraffic,
+                Signal::PreciseStores
+            ]
+        );
+    }
+
+    #[test]
+    fn a_vm_without_a_pmu_degrades_every_signal_with_a_reason() {
+        let plan = plan(&fixture("vm-no-pmu"), None);
+        assert!(plan.attrs.is_empty() && plan.families.is_empty());
+        assert_eq!(plan.degraded.len(), Signal::ALL.len());
+        for d in &plan.degraded[..5] {
+            assert!(d.why.starts_with("no core PMU"), "{d:?}");
+        }
+        assert!(
+            plan.degraded[5]
+                .why
+                .contains("estimated from page-fault samples")
+        );
+        assert!(plan.degraded[8].why.contains("page-fault samples stand in"));
+        let lines = plan.perf_lines();
+        assert_eq!(lines.lines().count(), 10);
+        assert!(lines.lines().all(|l| l.starts_with("degraded\t")));
+    }
+
+    #[test]
+    fn a_cpu_says_more_than_the_pmus_and_bad_units_are_reasons() {
+        let mut pmus = fixture("spr-xeon-2s");
+        let icx = CpuIdent::parse_perf_cpuid("GenuineIntel-6-6A-6").unwrap();
+        assert_eq!(icx.model, 0x6a);
+        let plan = plan(&pmus, Some(&icx));
+        assert_eq!(plan.families, [Family::AnyCore], "no Ice Lake entries yet");
+        assert!(
+            plan.degraded[0].why.contains("catalogued"),
+            "{:?}",
+            plan.degraded
+        );
+        // A core PMU without PEBS: the load and store samplers say why.
+        let cpu = pmus.iter_mut().find(|p| p.name == "cpu").unwrap();
+        cpu.caps.insert("max_precise".into(), "0".into());
+        let plan = super::plan(&pmus, None);
+        let stores = plan
+            .degraded
+            .iter()
+            .find(|d| d.signal == Signal::PreciseStores);
+        assert!(
+            stores.unwrap().why.contains("max_precise"),
+            "{:?}",
+            plan.degraded
+        );
+        assert_eq!(
+            CpuIdent::from_cpuinfo("vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"),
+            CpuIdent::parse_perf_cpuid("AuthenticAMD-25-11")
+        );
+    }
+}
