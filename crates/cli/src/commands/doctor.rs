@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_linux::capabilities::Probe;
 use rondpoint_linux::pmu::access::Verdict;
+use rondpoint_linux::pmu::attrs::{self, CpuIdent};
 use rondpoint_linux::pmu::{self, Access, Pmu, PmuKind, Scope};
 use rondpoint_linux::procfs::ProcRoot;
 use rondpoint_linux::sys::Errno;
@@ -40,6 +41,15 @@ pub struct DoctorArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Print the perf_event_attr of every event rondpoint would open on the machine, one
+    /// tab-separated line each with the perf command that must print the same attr, then the
+    /// signals left without one (the input of scripts/perf-equivalence).
+    #[arg(long, hide = true)]
+    attrs: bool,
+    /// With --attrs: the CPU as perf's PERF_CPUID names it (GenuineIntel-6-8F-8) instead of
+    /// the first processor of PROC/cpuinfo.
+    #[arg(long, hide = true, value_name = "CPUID", requires = "attrs")]
+    cpuid: Option<String>,
 }
 
 /// What rondpoint does with a PMU or a signal.
@@ -133,12 +143,32 @@ struct Report {
 }
 
 pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
+    if args.attrs {
+        return print_attrs(args);
+    }
     let report = build(args)?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         out!("{}", render(&report));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--attrs`: the attrs of pmu::attrs::plan for the tree's PMUs and the CPU.
+fn print_attrs(args: &DoctorArgs) -> Result<ExitCode> {
+    let sysfs = SysfsRoot::new(&args.sysfs_root);
+    let pmus = pmu::detect(&sysfs).context("reading the PMUs (bus/event_source/devices)")?;
+    let cpu = match &args.cpuid {
+        Some(text) => match CpuIdent::parse_perf_cpuid(text) {
+            Some(cpu) => Some(cpu),
+            None => bad_input!("--cpuid {text}: not VENDOR-FAMILY-MODEL[-STEPPING]"),
+        },
+        None => rondpoint_safeio::read_system_text(&args.proc_root.join("cpuinfo"))
+            .ok()
+            .and_then(|text| CpuIdent::from_cpuinfo(&text)),
+    };
+    out!("{}", attrs::plan(&pmus, cpu.as_ref()).perf_lines());
     Ok(ExitCode::SUCCESS)
 }
 
