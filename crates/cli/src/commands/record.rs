@@ -242,9 +242,16 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
     let (mut replayer, start) = record::Replayer::start(policy.as_mut(), &recorded)?;
     let mut epochs = Vec::new();
     let mut recorded_actions = Vec::new();
+    // Epochs where neither the recorded run nor the replayed policy acted: "the same" there
+    // says nothing about another policy's decisions.
+    let mut idle = 0;
     for epoch in reader {
         let epoch = epoch.with_context(reading)?;
-        epochs.push(replayer.epoch(&epoch));
+        let replayed = replayer.epoch(&epoch);
+        if replayed.actions.is_empty() && epoch.actions.is_empty() {
+            idle += 1;
+        }
+        epochs.push(replayed);
         if !args.json {
             recorded_actions.push(summarise(&epoch.actions));
         }
@@ -294,8 +301,12 @@ pub fn run_replay(args: &ReplayArgs) -> Result<ExitCode> {
     );
     let same = epochs.iter().filter(|e| e.same_as_recorded).count();
     outln!(
-        "{same} of {} epochs decided as in the recorded run (every sample of an epoch must be in \
-         the recording for the recording policy to decide the same)",
+        "(the recording policy decides the same in an epoch when the recording holds every \
+         sample of it)"
+    );
+    // The last line, read by scripts (`tail -1`): it starts "N of M epochs".
+    outln!(
+        "{same} of {} epochs decided as in the recorded run, {idle} with no action in either",
         epochs.len()
     );
     Ok(ExitCode::SUCCESS)
