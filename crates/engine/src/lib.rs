@@ -18,8 +18,8 @@ pub use clock::{Clock, Poll, VirtualClock, WallClock};
 pub use rate::RateLimits;
 
 use rondpoint_model::{
-    Action, Capabilities, Explained, Observation, Outcome, OutcomeStatus, ProcessInfo, Reason,
-    Sample, SamplingRequest, Topology, Unmet,
+    Action, Capabilities, Explained, Observation, Outcome, OutcomeStatus, Pid, ProcessInfo, Reason,
+    Sample, SampleSource, SamplingRequest, Topology, Unmet,
 };
 use rondpoint_policy_api::Policy;
 use serde::Serialize;
@@ -365,6 +365,33 @@ pub struct EpochReport<'a> {
     pub explained: &'a Explained,
     /// With the first epoch only: the policy's start decisions, their outcomes and reasons.
     pub start: Option<(&'a [Action], &'a [Outcome], &'a Explained)>,
+    /// Every sample of the epoch, counted: those drained while it ran (handed to the policy
+    /// and gone from the observation) and the observation's own.
+    pub sampled: &'a SampleTally,
+}
+
+/// Samples of one epoch, counted per process and per source (what a live view shows; the
+/// samples themselves go to the policy).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SampleTally {
+    pub total: u64,
+    pub by_pid: BTreeMap<Pid, u64>,
+    /// In the order the sources were first seen.
+    pub by_source: Vec<(SampleSource, u64)>,
+}
+
+impl SampleTally {
+    /// Counts `samples` in.
+    pub fn add(&mut self, samples: &[Sample]) {
+        for s in samples {
+            self.total += 1;
+            *self.by_pid.entry(s.pid).or_default() += 1;
+            match self.by_source.iter_mut().find(|(src, _)| *src == s.source) {
+                Some((_, n)) => *n += 1,
+                None => self.by_source.push((s.source, 1)),
+            }
+        }
+    }
 }
 
 /// Runs `policy` on `machine` until every program finishes, the time limit passes or a stop
@@ -397,6 +424,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
     let mut stopping = Stopping::default();
     let mut drained: Vec<Sample> = Vec::new();
     while !machine.finished() {
+        let mut sampled = SampleTally::default();
         let target = clock.now_ns().saturating_add(config.epoch_ns);
         let mut end = false;
         clock.wait_until_or(target, &mut || {
@@ -409,6 +437,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
             if drained.is_empty() {
                 return Poll::Quiet;
             }
+            sampled.add(&drained);
             policy.ingest(machine.topology(), epoch, &drained);
             Poll::Active
         });
@@ -422,6 +451,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
         // drained during the epoch); a machine's own count, from 0, agrees.
         observation.epoch = epoch;
         acct.samples_seen += observation.samples.len() as u64;
+        sampled.add(&observation.samples);
         release_held(machine, policy, config, &mut acct, &mut held, epoch)?;
         let wanted = policy.decide(machine.topology(), &observation);
         let explained = Explained::new(policy.reasons(), wanted.len(), policy.name());
@@ -441,6 +471,7 @@ pub fn run<M: Machine + ?Sized, C: Clock>(
                 start_outcomes.as_slice(),
                 &start_explained,
             )),
+            sampled: &sampled,
         });
         epoch += 1;
         if config.time_limit_ns.is_some_and(|l| until >= l) {

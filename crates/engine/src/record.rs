@@ -635,6 +635,7 @@ mod tests {
                 actions: &[],
                 outcomes: &[],
                 explained: &Explained::default(),
+                sampled: &crate::SampleTally::default(),
             })
             .unwrap();
         }
