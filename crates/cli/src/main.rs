@@ -15,6 +15,7 @@ mod logging;
 mod options;
 mod policies;
 mod signals;
+mod top;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -89,6 +90,16 @@ enum Command {
     /// Selections by name or cgroup are rescanned every epoch. The state is published in a
     /// file for a live view (--state-file); a report is printed at the end.
     Daemon(commands::daemon::DaemonArgs),
+    /// A live terminal view of a daemon: per-node memory-controller load and memory, link
+    /// load, local access ratio, imbalance, sampling, and each process's pages and actions.
+    ///
+    /// Reads the state file the daemon rewrites every epoch (`rondpoint daemon --state-file`,
+    /// by default /run/rondpoint/state.json) and redraws when it changes. Keys: q quit, p or
+    /// space pause, s sort, / or f filter (n2 for a node, a pid or a command name), h or ?
+    /// help, arrows scroll. Figures marked ~ were estimated, not counted. To watch a
+    /// simulation instead: `rondpoint sim -m MACHINE -w WORKLOAD -p POLICY --top`
+    /// (docs/top.md).
+    Top(top::TopArgs),
     /// List the policies (what each needs of a machine, its parameters), the simulator's
     /// presets, or what this machine offers the policies.
     List(commands::list::ListArgs),
@@ -126,6 +137,7 @@ impl Command {
             Command::Explain(a) => a.json,
             Command::Run(a) => a.live.json,
             Command::Daemon(a) => a.live.json,
+            Command::Top(a) => a.json,
             Command::List(a) => a.json,
             Command::Calibrate(a) => a.json,
             Command::Migrate(a) => a.json,
@@ -150,6 +162,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Daemon(args) => commands::daemon::run(&args),
+        Command::Top(args) => top::run(&args),
         Command::Migrate(args) => commands::migrate::run(&args),
         Command::Completions(args) => commands::shell::completions(&args, Cli::command()),
         Command::Man(args) => commands::shell::man(&args, Cli::command()),

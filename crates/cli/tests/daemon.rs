@@ -59,6 +59,13 @@ fn manages_a_pid_publishes_state_and_stops_on_sigterm() {
     let s = wait_for(&state, |v| v["epoch"].as_u64().unwrap_or(0) >= 2);
     assert_eq!(s["schema_version"], 1);
     assert_eq!(s["managed"], serde_json::json!([victim.id()]));
+    // What `rondpoint top` shows, read back by it.
+    assert_eq!(s["top"]["source"], "daemon");
+    assert_eq!(s["top"]["processes"][0]["pid"], victim.id());
+    let shown = common::stdout(&["top", "--json", "--state", state.to_str().unwrap()]);
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["processes"][0]["comm"], "sleep");
+    assert!(shown["nodes"].is_array());
     // SIGTERM: the daemon stops managing, reports and exits 0; the managed program lives on.
     Command::new("kill")
         .args(["-TERM", &daemon.id().to_string()])

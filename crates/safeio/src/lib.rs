@@ -45,6 +45,8 @@ pub enum InputKind {
     Recording,
     /// A file a policy parameter names (`oaas.curve`: a MAPI-to-gap curve `calibrate` wrote).
     PolicyFile,
+    /// A daemon's state file (`rondpoint top --state`).
+    StateFile,
 }
 
 impl InputKind {
@@ -59,6 +61,8 @@ impl InputKind {
             // Recordings of long runs with every sample are large: 4 GiB, beyond which a
             // replay would not fit in a workstation's memory anyway.
             InputKind::Recording => 4 << 30,
+            // A few tens of KiB: the view keeps at most 100 processes.
+            InputKind::StateFile => 16 << 20,
         }
     }
 
@@ -69,6 +73,7 @@ impl InputKind {
             InputKind::Interconnect => "interconnect file",
             InputKind::Recording => "recording",
             InputKind::PolicyFile => "policy parameter file",
+            InputKind::StateFile => "state file",
         }
     }
 }

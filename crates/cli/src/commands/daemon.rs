@@ -4,6 +4,7 @@ use crate::live::metrics::{self, Metrics};
 use crate::live::{LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
 use crate::logging::{self, LogLevel};
 use crate::signals;
+use crate::top::model::{Tracker, ViewModel};
 use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::Machine;
@@ -67,21 +68,30 @@ struct State {
     /// Per technique: actions, pages placed.
     totals: BTreeMap<String, (u64, u64)>,
     failed_actions: u64,
+    /// What `rondpoint top` shows (docs/top.md).
+    top: ViewModel,
+    #[serde(skip)]
+    tracker: Tracker,
 }
 
 impl State {
     fn new(opts: &LiveOptions) -> Self {
+        let tracker = Tracker::new("daemon", &opts.policy);
         Self {
             schema_version: 1,
             policy: opts.policy.clone(),
             dry_run: opts.dry_run,
+            top: tracker.view().clone(),
+            tracker,
             ..Self::default()
         }
     }
 
     /// Takes in one epoch's report.
-    fn update(&mut self, r: &EpochReport<'_>, started: Instant) {
+    fn update(&mut self, topology: &Topology, r: &EpochReport<'_>, started: Instant) {
         self.uptime_s = started.elapsed().as_secs_f64();
+        self.tracker.epoch(topology, r, self.uptime_s);
+        self.top = self.tracker.view().clone();
         self.epoch = r.epoch;
         self.managed = r.observation.processes.iter().map(|p| p.pid.0).collect();
         self.samples_last_epoch = r.observation.samples.len();
@@ -148,6 +158,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     let mut recording = opts.recording("daemon", &mut machine)?;
     let started = Instant::now();
     let mut state = State::new(opts);
+    let topology = machine.topology().clone();
     // A state file that cannot be written (a device, a link, a directory, no rights) is an
     // error now, before anything is managed.
     let _state_lock = match &args.state_file {
@@ -163,7 +174,7 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         if let Some(recording) = recording.as_mut() {
             recording.epoch(r);
         }
-        state.update(r, started);
+        state.update(&topology, r, started);
         log.epoch(r);
         if let Some(m) = exported.as_mut() {
             m.epoch(r);

@@ -121,6 +121,18 @@ pub struct SimArgs {
     #[arg(long, value_name = "TIME", default_value = "1h", value_parser = crate::budget::parse)]
     budget: Budget,
 
+    /// Show the run live in the terminal (`rondpoint top`'s view, docs/top.md) instead of
+    /// printing a table: per-node controller load and memory, link load, local access ratio,
+    /// imbalance, sampling and each process's pages and actions, epoch by epoch. Needs one
+    /// workload and one policy; the last epoch stays on the screen until q.
+    #[arg(long, conflicts_with_all = ["json", "seeds", "memory", "wide"])]
+    top: bool,
+
+    /// With --top: wall time each simulated epoch stays on the screen (milliseconds).
+    #[arg(long, value_name = "MS", default_value_t = 500, requires = "top",
+          value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    top_pace_ms: u64,
+
     /// List the built-in machines, workloads and policies, and exit.
     #[arg(long)]
     list: bool,
@@ -191,6 +203,9 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
             config: &config,
         },
     };
+    if args.top {
+        return top(args, &settings);
+    }
     let plan = Plan::new(&settings, Arc::new(args.budget.watch()))?;
     check_budget(&[&plan], &args.budget, !args.quiet)?;
     let progress = Progress {
@@ -225,6 +240,25 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--top`: one run, drawn live.
+fn top(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
+    let plan = Plan::new(settings, Arc::new(Budget(None).watch()))?;
+    let (Some(scenario), Some(policy), 1, 1) = (
+        plan.scenarios.first(),
+        plan.policies.first(),
+        plan.scenarios.len(),
+        plan.policies.len(),
+    ) else {
+        bad_input!(
+            "--top shows one run: give one workload and one policy (-p), not {} and {}",
+            plan.scenarios.len(),
+            plan.policies.len()
+        );
+    };
+    let pace = std::time::Duration::from_millis(args.top_pace_ms);
+    crate::top::sim::run(&plan, scenario, policy, pace)
 }
 
 /// The seeds of the runs: `--seed`, or `--seeds N` of them from it.

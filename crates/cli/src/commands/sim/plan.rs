@@ -7,12 +7,13 @@ use crate::options::MAX_RUNS;
 use crate::status::Input;
 use anyhow::{Context, Result};
 use rondpoint_engine::{EngineConfig, EngineError};
+use rondpoint_policy_api::Policy;
 use rondpoint_policy_api::PolicyConfig;
 use rondpoint_sim::experiment::multiprogram::{self, Solo};
 use rondpoint_sim::experiment::{self, ExperimentError, RunResult};
 use rondpoint_sim::scenario::Scenario;
 use rondpoint_sim::spec::MachineSpec;
-use rondpoint_sim::{SimConfig, bound, presets};
+use rondpoint_sim::{SimConfig, SimMachine, bound, presets};
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -222,6 +223,43 @@ impl Plan {
             .map_err(|e| self.watch.spent().unwrap_or_else(|| e.into()))
             .with_context(|| format!("running the programs of {} alone", scenario.name))?;
         Ok(Some(solo))
+    }
+
+    /// What one run of `scenario` under `policy` (with the plan's first seed) needs when the
+    /// caller drives the engine itself, epoch by epoch (`sim --top`): the machine, the policy
+    /// (its first placement, for a policy that tries several) and the engine's configuration.
+    pub fn one_run(
+        &self,
+        scenario: &Scenario,
+        policy: &str,
+        progress: &Progress,
+    ) -> Result<(SimMachine, Box<dyn Policy>, EngineConfig)> {
+        if policy == bound::NAME {
+            bad_input!(
+                "the placement bound is a search over placements, not one run to watch; \
+                 give a policy"
+            );
+        }
+        let solo = if self.profiled() {
+            self.solo(scenario, progress)?
+        } else {
+            None
+        };
+        let config = cell_config(
+            &self.spec,
+            &self.config,
+            policy,
+            self.sim.seed,
+            solo.as_ref(),
+        )?;
+        let built = crate::policies::build(policy, &config)?;
+        let machine = SimMachine::new(self.spec.clone(), scenario, self.sim.clone())
+            .with_context(|| format!("building {} for {}", self.spec.name, scenario.name))?;
+        let engine = EngineConfig {
+            time_limit_ns: Some((experiment::TIME_LIMIT_S * 1e9) as u64),
+            ..self.engine.clone()
+        };
+        Ok((machine, built, engine))
     }
 
     /// `scenario` under `policy` with `seed`, with a progress line.
