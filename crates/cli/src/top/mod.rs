@@ -145,14 +145,17 @@ impl StateWatch {
         let Some(view) = &self.last else {
             return self.feed.clone();
         };
+        let age = modified.elapsed().unwrap_or_default().as_secs_f64();
+        // A pid not found here is a daemon gone, or one in another pid namespace: the file
+        // still being rewritten tells them apart.
         if let Some(pid) = view.writer_pid {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
+            let quiet = age > (2.0 * view.epoch_s).max(1.0);
+            if quiet && !Path::new(&format!("/proc/{pid}")).exists() {
                 return Feed::Gone(format!(
                     "daemon not running (pid {pid} exited): its last epoch"
                 ));
             }
         }
-        let age = modified.elapsed().unwrap_or_default().as_secs_f64();
         let late = (3.0 * view.epoch_s).max(5.0);
         if age > late {
             return Feed::Gone(format!("no new epoch for {age:.0} s: daemon stalled?"));
