@@ -19,74 +19,46 @@ fn prints_a_state_files_view_as_json() {
     assert_eq!(v["dram_estimated"], true);
 }
 
+/// `rondpoint sim` on a short simulation, with `extra` arguments.
+fn sim(extra: &[&str]) -> assert_cmd::Command {
+    let mut args = vec!["sim", "-m", "xeon-2s", "-w", "streamcluster"];
+    args.extend_from_slice(extra);
+    rondpoint(&args)
+}
+
 #[test]
 fn refuses_to_draw_without_a_terminal() {
+    let told =
+        |what| predicate::str::contains("needs a terminal").and(predicate::str::contains(what));
     rondpoint(&["top", "--state", "fixtures/top/state.json"])
         .assert()
         .code(2)
-        .stderr(
-            predicate::str::contains("needs a terminal").and(predicate::str::contains("--json")),
-        );
-    rondpoint(&[
-        "sim",
-        "-m",
-        "xeon-2s",
-        "-w",
-        "streamcluster",
-        "-p",
-        "autonuma",
-        "--top",
-    ])
-    .assert()
-    .code(2)
-    .stderr(
-        predicate::str::contains("needs a terminal").and(predicate::str::contains("sim --json")),
-    );
+        .stderr(told("--json"));
+    sim(&["-p", "autonuma", "--top"])
+        .assert()
+        .code(2)
+        .stderr(told("sim --json"));
 }
 
 #[test]
 fn a_missing_state_file_is_said() {
-    rondpoint(&[
-        "top",
-        "--state",
-        "fixtures/top/no-such-state.json",
-        "--json",
-    ])
-    .assert()
-    .failure()
-    .stderr(predicate::str::contains("fixtures/top/no-such-state.json"));
+    let missing = "fixtures/top/no-such-state.json";
+    rondpoint(&["top", "--state", missing, "--json"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(missing));
 }
 
 #[test]
 fn sim_top_shows_one_run() {
     // The default policies are two.
-    rondpoint(&["sim", "-m", "xeon-2s", "-w", "streamcluster", "--top"])
+    sim(&["--top"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("one workload and one policy"));
-    rondpoint(&[
-        "sim",
-        "-m",
-        "xeon-2s",
-        "-w",
-        "streamcluster",
-        "-p",
-        "autonuma",
-        "--top",
-        "--json",
-    ])
-    .assert()
-    .code(2);
-    rondpoint(&[
-        "sim",
-        "-m",
-        "xeon-2s",
-        "-w",
-        "streamcluster",
-        "--top-pace-ms",
-        "10",
-    ])
-    .assert()
-    .code(2)
-    .stderr(predicate::str::contains("--top"));
+    sim(&["-p", "autonuma", "--top", "--json"]).assert().code(2);
+    sim(&["--top-pace-ms", "10"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--top"));
 }
