@@ -13,6 +13,7 @@ mod format;
 mod live;
 mod logging;
 mod options;
+mod plot;
 mod policies;
 mod signals;
 mod top;

@@ -260,16 +260,25 @@ pub enum OutputKind {
     GapCurve,
     /// A manual page (`man --dir`): roff under its comment line.
     ManPage,
+    /// An SVG chart (`sim --plot`): SVG under its comment line.
+    SvgChart,
+    /// A PNG chart (`sim --plot`): a PNG whose first chunk after the header is the text
+    /// "Software: rondpoint".
+    PngChart,
 }
 
 impl OutputKind {
-    /// How a file of this kind begins.
-    fn signature(self) -> &'static [u8] {
+    /// How a file of this kind begins: these bytes at this offset (a PNG's own signature
+    /// and header chunk, whose size fields vary, come first).
+    fn signature(self) -> (usize, &'static [u8]) {
         match self {
-            OutputKind::Recording => br#"{"kind":"header""#,
-            OutputKind::StateFile => b"{\n  \"schema_version\"",
-            OutputKind::GapCurve => b"# MAPI-to-gap curve",
-            OutputKind::ManPage => b".\\\" rondpoint manual page",
+            OutputKind::Recording => (0, br#"{"kind":"header""#),
+            OutputKind::StateFile => (0, b"{\n  \"schema_version\""),
+            OutputKind::GapCurve => (0, b"# MAPI-to-gap curve"),
+            OutputKind::ManPage => (0, b".\\\" rondpoint manual page"),
+            OutputKind::SvgChart => (0, SVG_CHART_SIGNATURE.as_bytes()),
+            // 8 bytes of PNG signature, 25 of IHDR chunk, then a tEXt chunk of 18 bytes.
+            OutputKind::PngChart => (33, b"\0\0\0\x12tEXtSoftware\0rondpoint"),
         }
     }
 
@@ -279,9 +288,14 @@ impl OutputKind {
             OutputKind::StateFile => "state file",
             OutputKind::GapCurve => "MAPI-to-gap curve",
             OutputKind::ManPage => "manual page",
+            OutputKind::SvgChart => "SVG chart",
+            OutputKind::PngChart => "PNG chart",
         }
     }
 }
+
+/// The comment line an SVG chart begins with ([`OutputKind::SvgChart`]).
+pub const SVG_CHART_SIGNATURE: &str = "<!-- rondpoint chart -->";
 
 /// What an output may replace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,15 +323,16 @@ fn check_destination(path: &Path, replace: Replace) -> Result<(), SafeIoError> {
     let Replace::Ours(kind) = replace else {
         return Ok(());
     };
-    let signature = kind.signature();
-    let mut head = Vec::with_capacity(signature.len());
+    let (offset, signature) = kind.signature();
+    let len = offset + signature.len();
+    let mut head = Vec::with_capacity(len);
     OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)
-        .and_then(|f| f.take(signature.len() as u64).read_to_end(&mut head))
+        .and_then(|f| f.take(len as u64).read_to_end(&mut head))
         .map_err(io_err(path))?;
-    if head != signature {
+    if head.get(offset..) != Some(signature) {
         return Err(SafeIoError::NotOurs {
             path: path.to_path_buf(),
             what: kind.name(),
@@ -649,5 +664,35 @@ mod tests {
         assert!(create_staged(&empty, Replace::Ours(OutputKind::GapCurve)).is_err());
         write_replacing(&passwd, b"forced", Replace::Any).unwrap();
         assert_eq!(std::fs::read_to_string(&passwd).unwrap(), "forced");
+    }
+
+    #[test]
+    fn a_chart_replaces_only_a_chart_of_its_format_that_rondpoint_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let svg = Replace::Ours(OutputKind::SvgChart);
+        let png = Replace::Ours(OutputKind::PngChart);
+        let other_svg = dir.path().join("logo.svg");
+        std::fs::write(&other_svg, "<svg xmlns=\"http://www.w3.org/2000/svg\"/>").unwrap();
+        assert!(write_replacing(&other_svg, b"x", svg).is_err());
+        let own_svg = dir.path().join("chart.svg");
+        std::fs::write(&own_svg, format!("{SVG_CHART_SIGNATURE}\n<svg/>")).unwrap();
+        write_replacing(&own_svg, b"new", svg).unwrap();
+        assert_eq!(std::fs::read(&own_svg).unwrap(), b"new");
+        // A PNG: signature, IHDR (13 bytes of data), then rondpoint's tEXt chunk, or not.
+        let mut head = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        head.extend([0u8; 17]);
+        let mut own = head.clone();
+        own.extend(b"\0\0\0\x12tEXtSoftware\0rondpoint\0\0\0\0");
+        let mut other = head;
+        other.extend(b"\0\0\0\x12tEXtSoftware\0gimp-2.10\0\0\0\0");
+        let (own_png, other_png) = (dir.path().join("a.png"), dir.path().join("b.png"));
+        std::fs::write(&own_png, &own).unwrap();
+        std::fs::write(&other_png, &other).unwrap();
+        write_replacing(&own_png, b"new", png).unwrap();
+        assert!(write_replacing(&other_png, b"new", png).is_err());
+        assert_eq!(std::fs::read(&other_png).unwrap(), other);
+        // Neither kind replaces the other.
+        std::fs::write(&own_png, &own).unwrap();
+        assert!(write_replacing(&own_png, b"new", svg).is_err());
     }
 }

@@ -125,13 +125,23 @@ pub struct SimArgs {
     /// printing a table: per-node controller load and memory, link load, local access ratio,
     /// imbalance, sampling and each process's pages and actions, epoch by epoch. Needs one
     /// workload and one policy; the last epoch stays on the screen until q.
-    #[arg(long, conflicts_with_all = ["json", "seeds", "memory", "wide"])]
+    #[arg(long, conflicts_with_all = ["json", "seeds", "memory", "wide", "plot"])]
     top: bool,
 
     /// With --top: wall time each simulated epoch stays on the screen (milliseconds).
     #[arg(long, value_name = "MS", default_value_t = 500, requires = "top",
           value_parser = clap::value_parser!(u64).range(0..=60_000))]
     top_pace_ms: u64,
+
+    /// Also draw the results as a chart into FILE (.svg or .png): speedup over first-touch
+    /// per workload and policy, and for a single workload each memory controller's and
+    /// link's load (docs/plots.md). first-touch must be among the policies.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<std::path::PathBuf>,
+
+    /// With --plot: replace FILE even if it is not a chart rondpoint wrote.
+    #[arg(long, requires = "plot")]
+    force: bool,
 
     /// List the built-in machines, workloads and policies, and exit.
     #[arg(long)]
@@ -206,6 +216,7 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
     if args.top {
         return top(args, &settings);
     }
+    let plot = plot_output(args, &policies)?;
     let plan = Plan::new(&settings, Arc::new(args.budget.watch()))?;
     check_budget(&[&plan], &args.budget, !args.quiet)?;
     let progress = Progress {
@@ -219,6 +230,9 @@ pub fn run(args: &SimArgs) -> Result<ExitCode> {
         plan.run_scenario(scenario, &progress, &mut results)?;
     }
     experiment::fill_speedups(&mut results);
+    if let Some(plot) = plot {
+        plot.write(&crate::plot::SimFigure::new(&results)?)?;
+    }
     let summary = args.seeds.map(|_| summary::summarize(&results));
     if args.json {
         let report = SimReport {
@@ -259,6 +273,27 @@ fn top(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
     };
     let pace = std::time::Duration::from_millis(args.top_pace_ms);
     crate::top::sim::run(&plan, scenario, policy, pace)
+}
+
+/// `--plot`'s file, opened before anything runs; refused if it is neither SVG nor PNG, may
+/// not be replaced, or if first-touch, which the chart's speedups are over, is not among
+/// `policies`.
+fn plot_output(args: &SimArgs, policies: &[String]) -> Result<Option<crate::plot::Output>> {
+    let Some(path) = &args.plot else {
+        return Ok(None);
+    };
+    let all_has = || {
+        crate::policies::registry()
+            .all()
+            .any(|p| p == "first-touch")
+    };
+    if !policies
+        .iter()
+        .any(|p| p == "first-touch" || (p == "all" && all_has()))
+    {
+        bad_input!("--plot draws speedup over first-touch: add first-touch to --policy");
+    }
+    crate::plot::Output::create(path, args.force).map(Some)
 }
 
 /// The seeds of the runs: `--seed`, or `--seeds N` of them from it.

@@ -1,0 +1,107 @@
+//! A grouped bar chart on one drawing area: one group per label along x, one bar per series
+//! in each group, a legend naming the series, and an optional reference line.
+
+use super::{FONT, err};
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Series colours (Tableau 10, told apart by most colour-blind readers), in series order.
+pub const COLORS: [RGBColor; 10] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xed, 0xc9, 0x48),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0xba, 0xb0, 0xac),
+];
+
+/// One panel of grouped bars.
+#[derive(Debug)]
+pub struct Bars {
+    pub caption: String,
+    pub y_label: String,
+    /// The groups' labels, along x.
+    pub groups: Vec<String>,
+    /// Each series' name and its value in each group (`None`: no bar there).
+    pub series: Vec<(String, Vec<Option<f64>>)>,
+    /// A horizontal line at this value (1.0 on a speedup chart).
+    pub reference: Option<f64>,
+}
+
+impl Bars {
+    /// The top of the y axis: the highest bar or reference line, and room for the legend.
+    fn top(&self) -> f64 {
+        let high = self
+            .series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten())
+            .copied()
+            .chain(self.reference)
+            .fold(0.0, f64::max);
+        if high > 0.0 { high * 1.25 } else { 1.0 }
+    }
+
+    /// Draws the panel on `area`.
+    pub fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()> {
+        let n = self.groups.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.caption, (FONT, 20))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d(-0.5..n - 0.5, 0.0..self.top())
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(WHITE)
+            .x_labels(0)
+            .y_desc(self.y_label.as_str())
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        // At most 0.8 of a group's room, and no bar wider than a tenth of the plot (a single
+        // group's bars would fill it).
+        let k = self.series.len().max(1) as f64;
+        let width = (0.8 / k).min(0.1 * n);
+        for (s, (name, values)) in self.series.iter().enumerate() {
+            let color = COLORS[s % COLORS.len()];
+            let bars = values.iter().enumerate().filter_map(|(g, v)| {
+                let x0 = g as f64 - k * width / 2.0 + s as f64 * width;
+                v.map(|v| Rectangle::new([(x0, 0.0), (x0 + width, v)], color.filled()))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(err)?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 12, y + 6)], color.filled())
+                });
+        }
+        if let Some(r) = self.reference {
+            let line = PathElement::new(vec![(-0.5, r), (n - 0.5, r)], BLACK.stroke_width(1));
+            chart.draw_series(std::iter::once(line)).map_err(err)?;
+        }
+        let below = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        let labels = self.groups.iter().enumerate().map(|(g, label)| {
+            EmptyElement::at((g as f64, 0.0)) + Text::new(label.clone(), (0, 8), below.clone())
+        });
+        chart.draw_series(labels).map_err(err)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        Ok(())
+    }
+}
