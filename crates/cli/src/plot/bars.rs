@@ -35,8 +35,9 @@ pub struct Bars {
 }
 
 impl Bars {
-    /// The top of the y axis: the highest bar or reference line, and room for the legend.
-    fn top(&self) -> f64 {
+    /// The top of the y axis: the highest bar or reference line, and room above it for the
+    /// legend (about 18 pixels a series) in a panel `height` pixels high.
+    fn top(&self, height: u32) -> f64 {
         let high = self
             .series
             .iter()
@@ -44,7 +45,13 @@ impl Bars {
             .copied()
             .chain(self.reference)
             .fold(0.0, f64::max);
-        if high > 0.0 { high * 1.25 } else { 1.0 }
+        let plot = f64::from(height.saturating_sub(100).max(100));
+        let legend = (18.0 * self.series.len() as f64 + 30.0) / plot;
+        if high > 0.0 {
+            high / (1.0 - legend.min(0.6))
+        } else {
+            1.0
+        }
     }
 
     /// Draws the panel on `area`.
@@ -55,7 +62,7 @@ impl Bars {
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(64)
-            .build_cartesian_2d(-0.5..n - 0.5, 0.0..self.top())
+            .build_cartesian_2d(-0.5..n - 0.5, 0.0..self.top(area.dim_in_pixel().1))
             .map_err(err)?;
         chart
             .configure_mesh()
