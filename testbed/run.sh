@@ -8,7 +8,7 @@
 # root (and numactl, whose flags a check and whose migratepages the benchmark compare with, and stress-ng, which the
 # stress check runs); kernel packages are cached in $RONDPOINT_TESTBED_CACHE (default ~/.cache/rondpoint-testbed).
 #
-#   testbed/run.sh              # both kernels, every check
+#   testbed/run.sh              # both kernels side by side (TESTBED_JOBS=1: one at a time)
 #   KERNELS=linux-image-6.12-cloud-amd64 CHECKS=threads,thp VERBOSE=1 testbed/run.sh
 #   CHECKS=threads REPEAT=5 testbed/run.sh   # each check 5 times in one boot (hunting flakes)
 #   KEEP=/tmp/recs CHECKS=carrefour_own_shared REPEAT=5 testbed/run.sh
@@ -121,18 +121,44 @@ save_recordings() {
     say "$name: $n recordings saved in $keep_dir"
 }
 
-failed=0
-for meta in $kernels; do
-    vmlinuz=$(kernel_image "$meta")
+# Boots one kernel and runs the checks; its log in $work/NAME.log, its wall seconds in
+# $work/NAME.took.
+boot() {
+    local vmlinuz=$1 name log start
     name=$(basename "$vmlinuz")
-    say "booting $name with 4 NUMA nodes"
     log="$work/$name.log"
     start=$(date +%s)
     timeout "$timeout_s" qemu-system-x86_64 -accel tcg,thread=single -m 2G -smp 4 -nographic -no-reboot \
         -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
         -append "console=ttyS0 quiet panic=-1 transparent_hugepage=madvise rondpoint.checks=${CHECKS:-all} rondpoint.verbose=${VERBOSE:-0} rondpoint.repeat=${REPEAT:-1}${keep_which:+ rondpoint.keep=$keep_which}" \
         "${numa[@]}" >"$log" 2>&1 || true
-    took=$(( $(date +%s) - start ))
+    echo $(( $(date +%s) - start )) > "$work/$name.took"
+}
+
+# Each guest runs on one host thread (single-threaded TCG): the kernels boot side by side, up
+# to one per host CPU ($TESTBED_JOBS), and report in the order given.
+jobs_max=${TESTBED_JOBS:-$(nproc)}
+images=()
+for meta in $kernels; do
+    images+=("$(kernel_image "$meta")")
+done
+running=0
+for vmlinuz in "${images[@]}"; do
+    if [ "$running" -ge "$jobs_max" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+    say "booting $(basename "$vmlinuz") with 4 NUMA nodes"
+    boot "$vmlinuz" &
+    running=$((running + 1))
+done
+wait || true
+
+failed=0
+for vmlinuz in "${images[@]}"; do
+    name=$(basename "$vmlinuz")
+    log="$work/$name.log"
+    took=$(cat "$work/$name.took" 2>/dev/null || echo "?")
     result=$(grep -a -E '^TESTBED: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1 || true)
     if [ -z "$result" ]; then
         say "$name: no result line after ${took}s; guest log:"
