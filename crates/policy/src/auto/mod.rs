@@ -109,7 +109,12 @@ impl Auto {
         let mut slots = Vec::new();
         let wanted = |l: Lane| config.lanes.contains(&l);
         if wanted(Lane::Placement) {
-            slots.push(slot(Lane::Placement, "oaas", &config.oaas, config.seed)?);
+            slots.push(slot(
+                Lane::Placement,
+                "oaas",
+                &Some(oaas_table(&config)),
+                config.seed,
+            )?);
             slots.push(slot(
                 Lane::Placement,
                 "n-mass",
@@ -485,6 +490,24 @@ fn overflow_table(config: &AutoConfig) -> toml::Table {
     let mut table = config.usage_aware.clone().unwrap_or_default();
     if config.trial.overflow && !table.contains_key("mode") {
         table.insert("mode".into(), toml::Value::String("reactive".into()));
+    }
+    table
+}
+
+/// `[auto.oaas]`, with what a manager needs where the table does not choose: the programs
+/// taken where the operating system runs them (`initial_placement = "none"`: the paper's
+/// random start is its evaluation's setup [Gaud10 §5.3], not a decision), and, when the
+/// placement trial is on, no swap that would send an application whose predicted gap exceeds
+/// the do-no-harm bound to a slow node (`max_loss_points`): OAAS's moves carry their memory
+/// and are not tried, so the bound is applied to the prediction.
+pub(super) fn oaas_table(config: &AutoConfig) -> toml::Table {
+    let mut table = config.oaas.clone().unwrap_or_default();
+    if !table.contains_key("initial_placement") {
+        table.insert("initial_placement".into(), "none".into());
+    }
+    if config.trial.placement && !table.contains_key("max_loss_points") {
+        let points = config.trial.max_loss * 100.0;
+        table.insert("max_loss_points".into(), toml::Value::Float(points));
     }
     table
 }

@@ -81,10 +81,10 @@ impl Auto {
             }
             let name = old.policy.name().to_string();
             let table = match name.as_str() {
-                "oaas" => &self.config.oaas,
-                _ => &self.config.n_mass,
+                "oaas" => Some(super::oaas_table(&self.config)),
+                _ => self.config.n_mass.clone(),
             };
-            let mut s = match slot(Lane::Placement, &name, table, self.config.seed) {
+            let mut s = match slot(Lane::Placement, &name, &table, self.config.seed) {
                 Ok(s) => s,
                 Err(e) => {
                     self.slots[i].out = Some(format!("could not be built again: {e}"));

@@ -283,6 +283,26 @@ fn auto_builds_its_lanes_through_the_registry_and_names_their_tables_in_errors()
     assert_eq!(names, ["carrefour"]);
 }
 
+#[test]
+fn oaas_takes_programs_where_they_run_and_keeps_the_loss_bound_unless_told() {
+    let table = oaas_table(&AutoConfig::default());
+    assert_eq!(table["initial_placement"].as_str(), Some("none"));
+    assert_eq!(table["max_loss_points"].as_float(), Some(4.0));
+    let mut c = AutoConfig {
+        oaas: Some(toml::toml! { initial_placement = "random" }),
+        ..AutoConfig::default()
+    };
+    c.trial.placement = false;
+    let table = oaas_table(&c);
+    assert_eq!(table["initial_placement"].as_str(), Some("random"));
+    assert!(!table.contains_key("max_loss_points"));
+    let c = AutoConfig {
+        oaas: Some(toml::toml! { max_loss_points = 10.0 }),
+        ..AutoConfig::default()
+    };
+    assert_eq!(oaas_table(&c)["max_loss_points"].as_float(), Some(10.0));
+}
+
 /// A lane policy that keeps the outcomes it is told.
 struct Spy(std::rc::Rc<std::cell::RefCell<Vec<(Action, Outcome)>>>);
 

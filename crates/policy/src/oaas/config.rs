@@ -55,6 +55,14 @@ pub struct OaasConfig {
     /// with nothing to amortise: any move whose predicted gain passes `min_gain_points` is
     /// made (the rule before the amortisation test, and `oaas-nopm`'s, which moves no pages).
     pub migrate_page_us: f64,
+    /// Most an application may lose by a move to a slow node (percentage points of its
+    /// predicted fast/slow gap): a swap that would send an application whose predicted gap
+    /// exceeds this to a slow node is not made. Unset by default: the paper's OAAS swaps
+    /// whenever the gain passes `min_gain_points`, giving the sensitive application priority
+    /// [Gaud10 §5.1]. `auto` sets it to its do-no-harm bound (`trial.max_loss`, 4 points):
+    /// there a swap must not make an application more than 4% slower ([Dashti13 §1]'s
+    /// "never hurts performance by more than 4%", ours for thread placement).
+    pub max_loss_points: Option<f64>,
     /// The MAPI-to-gap curve: `"builtin"` for the curve rondpoint ships for a machine of this
     /// shape (node count, fast and slow nodes; `rondpoint calibrate` made them on the
     /// simulator's presets), or the path of a file `rondpoint calibrate -o FILE` wrote (read
@@ -77,6 +85,7 @@ impl Default for OaasConfig {
             min_gain_points: 5.0,
             run_s: 10.0,
             migrate_page_us: 5.0,
+            max_loss_points: None,
             curve: Curve::Name("builtin".into()),
             initial_placement: InitialPlacement::Random,
             seed: 1,
@@ -178,6 +187,7 @@ pub const OAAS_BOUNDS: &[ParamBounds] = &[
     ("min_gain_points", Bounds::new(0.0, 1000.0, "points")),
     ("run_s", Bounds::new(0.0, 1e7, "s")),
     ("migrate_page_us", Bounds::new(0.0, 1e6, "µs")),
+    ("max_loss_points", Bounds::new(0.0, 1000.0, "points")),
     ("seed", SEED),
 ];
 

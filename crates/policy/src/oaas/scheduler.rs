@@ -48,6 +48,16 @@ pub enum MapiSource {
 /// The first move that passed the threshold but did not pay: who, where to, the balance.
 type Unpaid = (Pid, NodeId, Balance);
 
+/// What one decision found: the moves, why, the first move that did not pay, and the first
+/// swap held back by `max_loss_points` (the slow node's application, the fast node's and its
+/// predicted gap).
+struct Swaps {
+    actions: Vec<Action>,
+    reasons: Vec<Reason>,
+    unpaid: Option<Unpaid>,
+    held: Option<(Pid, Pid, f64)>,
+}
+
 /// What OAAS last saw of one application.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AppView {
@@ -278,12 +288,7 @@ impl Oaas {
     /// nodes' by increasing gap (an empty fast node counting 0), while the gain passes the
     /// threshold, each only if it pays for itself; and the first that did not, with its
     /// balance.
-    fn swaps(
-        &self,
-        topology: &Topology,
-        processes: &[ProcessInfo],
-        views: &[AppView],
-    ) -> (Vec<Action>, Vec<Reason>, Option<Unpaid>) {
+    fn swaps(&self, topology: &Topology, processes: &[ProcessInfo], views: &[AppView]) -> Swaps {
         let class = |n: NodeId| topology.class(n);
         let mut slow: Vec<&AppView> = views
             .iter()
@@ -321,9 +326,16 @@ impl Oaas {
                 threads: p.map_or(1, |p| p.threads.len()),
             }
         };
+        let bound = self.config.max_loss_points.unwrap_or(f64::INFINITY);
         let mut unpaid = None;
+        let mut held = None;
         for (b, (p_a, a, a_node)) in slow.iter().zip(fast) {
             if b.gap_pct - p_a <= self.config.min_gain_points {
+                break;
+            }
+            if let Some(a) = a.filter(|_| p_a > bound) {
+                // Fast nodes come by increasing gap: every one left would lose more.
+                held.get_or_insert((b.pid, a, p_a));
                 break;
             }
             let a_side = a.map(|a| side(a, p_a, b.node));
@@ -343,7 +355,12 @@ impl Oaas {
             actions.push(to(b.pid, a_node));
             reasons.push(self.swap_reason(actions.len() - before, b, (p_a, a, a_node), &balance));
         }
-        (actions, reasons, unpaid)
+        Swaps {
+            actions,
+            reasons,
+            unpaid,
+            held,
+        }
     }
 
     /// Why B (on a slow node) and A (on fast node `a_node`, or nobody) swap.
@@ -381,6 +398,22 @@ impl Oaas {
             let slow = topology.class(v.node) == Some(NodeClass::Slow);
             self.progress.add(v.pid, self.period_s, slow, v.gap_pct);
         }
+    }
+
+    /// Says, once, that a swap passing the threshold was held back by `max_loss_points`.
+    fn note_held(&mut self, now_ns: u64, held: Option<(Pid, Pid, f64)>) {
+        let (Some((b, a, p_a)), Some(bound)) = (held, self.config.max_loss_points) else {
+            return;
+        };
+        if self.notes.iter().any(|n| n.contains("max_loss_points")) {
+            return;
+        }
+        self.note(format!(
+            "swaps whose predicted gain passed min_gain_points were held back where the fast \
+             node's application would lose more than max_loss_points ({bound} points), the \
+             first at {:.1} s: {b} to the fast node of {a}, whose predicted gap is {p_a:.1}%",
+            now_ns as f64 / 1e9
+        ));
     }
 
     /// Says, once, that a move passing the threshold was left out because it did not pay.
@@ -523,14 +556,15 @@ impl Policy for Oaas {
             return Vec::new();
         };
         self.advance(topology, &views);
-        let (actions, reasons, unpaid) = self.swaps(topology, &observation.processes, &views);
-        self.reasons = reasons;
+        let swaps = self.swaps(topology, &observation.processes, &views);
+        self.reasons = swaps.reasons;
         let now = observation
             .start_ns
             .saturating_add(observation.counters.duration_ns);
-        self.note_unpaid(now, unpaid);
+        self.note_unpaid(now, swaps.unpaid);
+        self.note_held(now, swaps.held);
         self.last = views;
-        actions
+        swaps.actions
     }
 
     fn notes(&self) -> Vec<String> {

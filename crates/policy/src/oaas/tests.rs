@@ -173,6 +173,46 @@ fn two_pairs_swap_in_one_decision_and_nopm_leaves_pages() {
 }
 
 #[test]
+fn under_a_loss_bound_no_application_that_would_lose_more_goes_to_a_slow_node() {
+    let t = r905();
+    let nodes = [0, 1, 2, 3];
+    let bounded = |points: f64| OaasConfig {
+        max_loss_points: Some(points),
+        ..OaasConfig::default()
+    };
+    // Unbounded (the paper's): app0 swaps with app1 (gap 0), app3 with app2 (gap over 4).
+    let mut o = oaas(OaasConfig::default(), &t, &nodes);
+    let c = o.curve().unwrap().clone();
+    let above = |gap: f64| {
+        (1..100_000)
+            .map(|k| f64::from(k) * 1e-6)
+            .find(|&m| c.gap_pct(m) > gap)
+            .unwrap()
+    };
+    let m2 = above(6.0);
+    let m3 = above(c.gap_pct(m2) + 6.0);
+    let mapi = [0.05, 0.0, m2, m3];
+    assert!(c.gap_pct(0.05) >= c.gap_pct(m3) && c.gap_pct(0.0) < 1.0);
+    let a = o.decide(&t, &epoch(0, 300, &nodes, &mapi));
+    assert_eq!(moves(&a).len(), 4, "{a:?}");
+    // Bounded at 4 points: app1 (gap under 1) may still go, app2 (gap over 4) may not, and
+    // the note says which swap was held back.
+    let mut o = oaas(bounded(4.0), &t, &nodes);
+    let a = o.decide(&t, &epoch(0, 300, &nodes, &mapi));
+    assert_eq!(moves(&a), vec![(2000, 0, true), (1000, 1, true)]);
+    let notes = o.notes().join("\n");
+    assert!(notes.contains("max_loss_points (4 points)"), "{notes}");
+    assert!(
+        notes.contains("pid 4000 to the fast node of pid 3000"),
+        "{notes}"
+    );
+    // An empty fast node takes a slow application whatever the bound.
+    let mut o = oaas(bounded(0.0), &t, &[0, 1, 3]);
+    let a = o.decide(&t, &epoch(0, 300, &[0, 1, 3], &[0.05, 0.02, 0.0]));
+    assert_eq!(moves(&a), vec![(1000, 2, true)]);
+}
+
+#[test]
 fn a_slow_application_moves_to_an_empty_fast_node() {
     let t = r905();
     let mut o = oaas(OaasConfig::default(), &t, &[0, 1, 3]);
