@@ -70,7 +70,7 @@ fn every_action_of_a_recorded_auto_run_names_its_lane_and_evidence() {
         // OAAS's moves on the asymmetric machine.
         (
             "r905-asymmetric",
-            "examples/scenarios/oaas/pg-3.toml",
+            "examples/scenarios/oaas/pg-1.toml",
             ["placement lane: oaas"].as_slice(),
         ),
         // Usage-aware's moves of overflow, and the overflow trial's moves back.
