@@ -71,8 +71,12 @@ kernel_image() {
 }
 
 say "building rondpoint and the workloads"
-(cd "$repo" && cargo build -q --release --locked -p rondpoint -p rondpoint-mgen)
-bin="${CARGO_TARGET_DIR:-$repo/target}/release"
+# shellcheck source=../scripts/build-profile
+. "$repo/scripts/build-profile"
+pushd "$repo" >/dev/null
+build_profile release rondpoint rondpoint-mgen
+popd >/dev/null
+bin=$bin_dir
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
