@@ -10,19 +10,20 @@
 
 #![forbid(unsafe_code)]
 
+mod accounting;
 mod clock;
 mod rate;
 pub mod record;
 
+pub use accounting::{Accounting, ReasonTotals, TechniqueTotals};
 pub use clock::{Clock, Poll, VirtualClock, WallClock};
 pub use rate::RateLimits;
 
 use rondpoint_model::{
-    Action, Capabilities, Explained, Observation, Outcome, OutcomeStatus, Pid, ProcessInfo, Reason,
-    Sample, SampleSource, SamplingRequest, Topology, Unmet,
+    Action, Capabilities, Explained, Observation, Outcome, Pid, ProcessInfo, Reason, Sample,
+    SampleSource, SamplingRequest, Topology, Unmet,
 };
 use rondpoint_policy_api::Policy;
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -188,168 +189,6 @@ impl Stopping {
             }
         }
         signal.on_stop == OnStop::End
-    }
-}
-
-/// Totals per technique over a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct TechniqueTotals {
-    pub actions: u64,
-    pub applied: u64,
-    pub partial: u64,
-    pub failed: u64,
-    pub skipped: u64,
-    pub substituted: u64,
-    pub pages_requested: u64,
-    /// Pages that ended where asked, moved or already there.
-    pub pages_done: u64,
-    /// Pages placed by the actions (not already where asked): what moving cost.
-    pub pages_moved: u64,
-    pub bytes_copied: u64,
-    /// Pages that did not end where asked, by reason (the kernel's per-page status, such as
-    /// "EBUSY" or "ENOENT", or why a whole action failed).
-    pub pages_failed_by_reason: BTreeMap<String, u64>,
-}
-
-/// What one policy (or lane of a composed policy) did over a run, and why
-/// ([`Policy::reasons`]): the end report's explanation.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ReasonTotals {
-    pub actions: u64,
-    /// Actions by technique ([`Action::technique`]).
-    pub by_technique: BTreeMap<String, u64>,
-    /// The evidence of its last action, and the gain it expected.
-    pub last_evidence: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_expected: Option<String>,
-}
-
-/// Accounting of a whole run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Accounting {
-    pub epochs: u64,
-    /// By technique name ([`Action::technique`]).
-    pub by_technique: BTreeMap<String, TechniqueTotals>,
-    pub samples_seen: u64,
-    /// What the policy ran without or with only an approximation of, on this machine
-    /// (estimated observations, substituted actions).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub reduced: Vec<String>,
-    /// Whether a stop signal ended the run.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub stopped: bool,
-    /// What the policy said about itself at the end of the run ([`Policy::notes`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-    /// Start decisions the machine could carry out only once its programs ran
-    /// ([`Machine::start_ready`]): when they were, or why they were not.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub deferred: Vec<String>,
-    /// The actions by who decided them, with the last evidence each gave.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub reasons: BTreeMap<String, ReasonTotals>,
-}
-
-impl Accounting {
-    /// Counts `action` under who decided it, with the evidence given (`reason`).
-    fn explain(&mut self, action: &Action, reason: Option<&Reason>) {
-        let Some(r) = reason else {
-            return;
-        };
-        // Looked up before inserting: thousands of actions an epoch share a few deciders and
-        // techniques, so the names are copied once each, not once per action.
-        if !self.reasons.contains_key(&r.by) {
-            self.reasons.insert(r.by.clone(), ReasonTotals::default());
-        }
-        let Some(t) = self.reasons.get_mut(&r.by) else {
-            return;
-        };
-        t.actions += 1;
-        let technique = action.technique();
-        match t.by_technique.get_mut(technique) {
-            Some(n) => *n += 1,
-            None => {
-                t.by_technique.insert(technique.to_string(), 1);
-            }
-        }
-        if t.last_evidence != r.evidence {
-            t.last_evidence.clone_from(&r.evidence);
-        }
-        if t.last_expected != r.expected {
-            t.last_expected.clone_from(&r.expected);
-        }
-    }
-
-    fn record(&mut self, action: &Action, outcome: &Outcome) {
-        let t = self
-            .by_technique
-            .entry(action.technique().to_string())
-            .or_default();
-        t.actions += 1;
-        match outcome.status {
-            OutcomeStatus::Applied => t.applied += 1,
-            OutcomeStatus::Partial => t.partial += 1,
-            OutcomeStatus::Failed => t.failed += 1,
-            OutcomeStatus::Skipped => t.skipped += 1,
-            OutcomeStatus::Substituted => t.substituted += 1,
-        }
-        t.pages_requested += outcome.pages_requested;
-        t.pages_done += outcome.pages_done;
-        t.pages_moved += outcome.pages_moved;
-        t.bytes_copied += outcome.bytes_copied;
-        for (reason, pages) in &outcome.failures {
-            *t.pages_failed_by_reason.entry(reason.clone()).or_default() += pages;
-        }
-        if outcome.status == OutcomeStatus::Failed && outcome.failures.is_empty() {
-            let reason = outcome.note.clone().unwrap_or_else(|| "failed".into());
-            *t.pages_failed_by_reason.entry(reason).or_default() +=
-                action.pages().max(outcome.pages_requested);
-        }
-    }
-
-    /// Pages done by one technique (moved, or already where asked).
-    pub fn pages_done(&self, technique: &str) -> u64 {
-        self.by_technique.get(technique).map_or(0, |t| t.pages_done)
-    }
-
-    /// Pages one technique placed (not already where asked).
-    pub fn pages_moved(&self, technique: &str) -> u64 {
-        self.by_technique
-            .get(technique)
-            .map_or(0, |t| t.pages_moved)
-    }
-
-    /// Actions not attempted: over a per-epoch rate limit, for a process that had exited, or
-    /// in a dry run.
-    pub fn actions_skipped(&self) -> u64 {
-        self.by_technique.values().map(|t| t.skipped).sum()
-    }
-
-    /// One line for each technique some of whose actions failed outright: how many of how
-    /// many, and why (a policy whose pins all failed would otherwise look like one that chose
-    /// not to act).
-    pub fn failure_notes(&self) -> Vec<String> {
-        self.by_technique
-            .iter()
-            .filter(|(_, t)| t.failed > 0)
-            .map(|(name, t)| {
-                let why: Vec<&str> = t
-                    .pages_failed_by_reason
-                    .keys()
-                    .map(String::as_str)
-                    .collect();
-                format!(
-                    "{} of {} {name} actions failed{}",
-                    t.failed,
-                    t.actions,
-                    if why.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", why.join("; "))
-                    }
-                )
-            })
-            .collect()
     }
 }
 
@@ -666,7 +505,7 @@ fn admit<M: Machine + ?Sized>(
 /// Whether `policy` can run with these capabilities, on this topology, for these processes:
 /// its needs met (the list of those met only by estimates or substitutes), then configured
 /// and asked whether it accepts them. The one check before a run, live, simulated or replayed.
-pub(crate) fn check_policy(
+pub fn check_policy(
     capabilities: &Capabilities,
     topology: &Topology,
     processes: &[ProcessInfo],

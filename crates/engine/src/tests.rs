@@ -2,7 +2,9 @@
 
 use super::*;
 use rondpoint_model::synthetic::TopologyBuilder;
-use rondpoint_model::{Capability, Need, NodeId, PageCounts, PageRange, PageSize, Pid};
+use rondpoint_model::{
+    Capability, Need, NodeId, OutcomeStatus, PageCounts, PageRange, PageSize, Pid,
+};
 use rondpoint_policy_api::Refusal;
 use std::convert::Infallible;
 
