@@ -89,7 +89,8 @@ enum Command {
     /// Manage running processes (by pid, command name or cgroup) until SIGINT or SIGTERM.
     ///
     /// Selections by name or cgroup are rescanned every epoch. The state is published in a
-    /// file for a live view (--state-file); a report is printed at the end.
+    /// file for a live view (--state-file); a report is printed at the end. SIGHUP reads the
+    /// --config file again: a configuration that fails is logged and the previous one kept.
     Daemon(commands::daemon::DaemonArgs),
     /// A live terminal view of a daemon: per-node memory-controller load and memory, link
     /// load, local access ratio, imbalance, sampling, and each process's pages and actions.

@@ -74,18 +74,22 @@ impl PolicyOptions {
         })?;
         registry
             .check(&config)
-            .with_context(|| match &self.config {
-                Some(path) if self.set.is_empty() => {
-                    format!("in policy configuration {}", path.display())
-                }
-                Some(path) => format!(
-                    "in policy configuration {} with --set {}",
-                    path.display(),
-                    self.set.join(" --set ")
-                ),
-                None => format!("in --set {}", self.set.join(" --set ")),
-            })?;
+            .with_context(|| format!("in {}", self.describe()))?;
         Ok(config)
+    }
+
+    /// Where the configuration comes from: "policy configuration FILE [with --set ...]",
+    /// "--set ...", or the defaults.
+    pub fn describe(&self) -> String {
+        let set = self.set.join(" --set ");
+        match &self.config {
+            Some(path) if self.set.is_empty() => {
+                format!("policy configuration {}", path.display())
+            }
+            Some(path) => format!("policy configuration {} with --set {set}", path.display()),
+            None if self.set.is_empty() => "the policies' defaults (no --config)".into(),
+            None => format!("--set {set}"),
+        }
     }
 }
 

@@ -292,7 +292,7 @@ pub fn drive(
 ) -> Result<Accounting> {
     let engine = EngineConfig {
         stop: Some(StopSignal {
-            flag: Arc::clone(&stop.stop),
+            flag: Arc::clone(&stop.wake),
             signal: Arc::clone(&stop.signal),
             on_stop,
         }),

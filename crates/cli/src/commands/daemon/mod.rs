@@ -1,14 +1,17 @@
-//! `rondpoint daemon`: manage running processes until stopped.
+//! `rondpoint daemon`: manage running processes until stopped; SIGHUP reloads the
+//! configuration (`reload.rs`).
+
+mod reload;
 
 use crate::live::metrics::{self, Metrics};
-use crate::live::{LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
+use crate::live::{Live, LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
 use crate::logging::{self, LogLevel};
 use crate::signals;
 use crate::top::model::{Tracker, ViewModel};
 use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::Machine;
-use rondpoint_engine::{EpochReport, OnStop};
+use rondpoint_engine::{Accounting, EpochReport, OnStop};
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
 use rondpoint_linux::procfs::{ProcRoot, glob_match};
 use rondpoint_linux::sys::RealSys;
@@ -18,6 +21,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
+
+use reload::Reloader;
 
 #[derive(Debug, Args)]
 pub struct DaemonArgs {
@@ -118,7 +123,7 @@ fn write_state(path: &Path, state: &State, force: bool) -> Result<()> {
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
     check_selection(args)?;
     let opts = &args.live;
-    let mut prepared = opts.prepare()?;
+    let prepared = opts.prepare()?;
     if !prepared.topology.is_numa() {
         noteln!("rondpoint: {ONE_NODE}{}", opts.nothing_recorded());
         let notes: Vec<String> = prepared.note_unmet_needs().into_iter().collect();
@@ -127,77 +132,56 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let stop = signals::install()?;
+    let received = signals::install_reloading()?;
     logging::init(args.log_level);
-    let mut machine = select(args, prepared.topology, prepared.live)?;
+    let Live {
+        mut policy,
+        topology,
+        live,
+        engine,
+    } = prepared;
+    let mut machine = select(args, topology, live)?;
     tracing::info!(
         "managing {} processes ({}) with {} at {} ms epochs{}",
         machine.managed().len(),
         describe_selection(args),
         opts.policy,
-        prepared.engine.epoch_ns / 1_000_000,
+        engine.epoch_ns / 1_000_000,
         if opts.dry_run { ", dry run" } else { "" }
     );
-    let mut log = EpochLog::new(machine.managed().is_empty(), describe_selection(args));
-    let mut exported = match args.metrics {
-        Some(addr) => {
-            let m = Metrics::new(machine.topology(), machine.sample_totals());
-            let bound = m.serve(addr)?;
-            tracing::info!("serving metrics on http://{bound}/metrics");
-            Some(m)
+    let mut sinks = Sinks::open(args, &mut machine)?;
+    let mut reloader = Reloader::new(
+        opts,
+        received.clone(),
+        machine.capabilities(),
+        machine.topology().clone(),
+    );
+    let mut acct: Option<Accounting> = None;
+    loop {
+        let run = drive(
+            &mut machine,
+            policy.as_mut(),
+            &engine,
+            &received,
+            OnStop::End,
+            |r| sinks.epoch(r, &mut reloader),
+        )?;
+        sinks.ran(&run);
+        match acct.as_mut() {
+            Some(a) => a.absorb(run),
+            None => acct = Some(run),
         }
-        None => None,
-    };
-    if args.all_processes {
-        noteln!(
-            "rondpoint: --all-processes: managing {} processes now, and those the selection \
-             takes in later",
-            machine.managed().len()
-        );
+        match reloader.next()? {
+            Some(next) => policy = next,
+            None => break,
+        }
     }
-    let mut recording = opts.recording("daemon", &mut machine)?;
-    let started = Instant::now();
-    let mut state = State::new(opts);
-    let topology = machine.topology().clone();
-    // A state file that cannot be written (a device, a link, a directory, no rights) is an
-    // error now, before anything is managed.
-    let _state_lock = match &args.state_file {
-        Some(path) => {
-            let lock = crate::live::OutputLock::take(path)?;
-            write_state(path, &state, args.live.force).context("writing the state file")?;
-            lock
-        }
-        None => None,
-    };
-    let mut write_error: Option<String> = None;
-    let on_epoch = |r: &EpochReport<'_>| {
-        if let Some(recording) = recording.as_mut() {
-            recording.epoch(r);
-        }
-        state.update(&topology, r, started);
-        log.epoch(r);
-        if let Some(m) = exported.as_mut() {
-            m.epoch(r);
-        }
-        if let Some(path) = &args.state_file {
-            if let Err(e) = write_state(path, &state, args.live.force) {
-                write_error.get_or_insert(format!("cannot write {}: {e}", path.display()));
-            }
-        }
-    };
-    let acct = drive(
-        &mut machine,
-        prepared.policy.as_mut(),
-        &prepared.engine,
-        &stop,
-        OnStop::End,
-        on_epoch,
-    )?;
+    let acct = acct.unwrap_or_default();
     tracing::info!(
         "stopped after {} epochs: {} actions, {} pages placed; {} processes left running",
         acct.epochs,
-        log.actions,
-        log.pages,
+        sinks.log.actions,
+        sinks.log.pages,
         machine.managed().len()
     );
     let command = vec![format!(
@@ -205,18 +189,129 @@ pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
         machine.managed().len()
     )];
     let exit = Some("left running (rondpoint stopped managing them)".into());
-    let mut notes: Vec<String> = write_error.into_iter().collect();
-    let saved = LiveRecording::end(recording, &mut notes);
-    RunReport::new(opts, command, exit, started, acct, &mut machine, notes).print(opts.json)?;
+    let mut notes: Vec<String> = sinks.write_error.take().into_iter().collect();
+    if reloader.reloads > 0 {
+        notes.push(format!(
+            "the configuration was reloaded {} time(s) (SIGHUP); the totals count every run",
+            reloader.reloads
+        ));
+    }
+    let saved = LiveRecording::end(sinks.recording.take(), &mut notes);
+    RunReport::new(
+        opts,
+        command,
+        exit,
+        sinks.started,
+        acct,
+        &mut machine,
+        notes,
+    )
+    .print(opts.json)?;
     if let Some(saved) = saved {
         noteln!("rondpoint: {saved}");
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Refuses, before anything starts: an empty selection, a pid that is not a running process,
-/// an empty name pattern, a selection of the whole machine without `--all-processes`, and
-/// cgroup directories that are not cgroups.
+/// Where each epoch goes: the recording, the state file, the log, the metrics; the epochs of
+/// the runs after a reload numbered on from the earlier ones'.
+struct Sinks<'a> {
+    args: &'a DaemonArgs,
+    recording: Option<LiveRecording>,
+    state: State,
+    topology: Topology,
+    log: EpochLog,
+    exported: Option<Metrics>,
+    started: Instant,
+    /// Held while the daemon writes the state file.
+    _state_lock: Option<crate::live::OutputLock>,
+    write_error: Option<String>,
+    /// Epochs and engine nanoseconds of the runs before this one.
+    epochs_before: u64,
+    ns_before: u64,
+    last_ns: u64,
+}
+
+impl<'a> Sinks<'a> {
+    /// Opens every output: a path that cannot be written stops the daemon before anything is
+    /// managed.
+    fn open(args: &'a DaemonArgs, machine: &mut LinuxMachine<RealSys>) -> Result<Self> {
+        let log = EpochLog::new(machine.managed().is_empty(), describe_selection(args));
+        let exported = match args.metrics {
+            Some(addr) => {
+                let m = Metrics::new(machine.topology(), machine.sample_totals());
+                let bound = m.serve(addr)?;
+                tracing::info!("serving metrics on http://{bound}/metrics");
+                Some(m)
+            }
+            None => None,
+        };
+        if args.all_processes {
+            noteln!(
+                "rondpoint: --all-processes: managing {} processes now, and those the \
+                 selection takes in later",
+                machine.managed().len()
+            );
+        }
+        let recording = args.live.recording("daemon", machine)?;
+        let state = State::new(&args.live);
+        // A state file that cannot be written (a device, a link, a directory, no rights) is
+        // an error now, before anything is managed.
+        let state_lock = match &args.state_file {
+            Some(path) => {
+                let lock = crate::live::OutputLock::take(path)?;
+                write_state(path, &state, args.live.force).context("writing the state file")?;
+                lock
+            }
+            None => None,
+        };
+        Ok(Self {
+            args,
+            recording,
+            state,
+            topology: machine.topology().clone(),
+            log,
+            exported,
+            started: Instant::now(),
+            _state_lock: state_lock,
+            write_error: None,
+            epochs_before: 0,
+            ns_before: 0,
+            last_ns: 0,
+        })
+    }
+
+    fn epoch(&mut self, r: &EpochReport<'_>, reloader: &mut Reloader<'_>) {
+        let r = EpochReport {
+            epoch: r.epoch + self.epochs_before,
+            now_ns: r.now_ns + self.ns_before,
+            ..*r
+        };
+        self.last_ns = r.now_ns;
+        if let Some(recording) = self.recording.as_mut() {
+            recording.epoch(&r);
+        }
+        self.state.update(&self.topology, &r, self.started);
+        self.log.epoch(&r);
+        if let Some(m) = self.exported.as_mut() {
+            m.epoch(&r);
+        }
+        if let Some(path) = &self.args.state_file {
+            if let Err(e) = write_state(path, &self.state, self.args.live.force) {
+                self.write_error
+                    .get_or_insert(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+        reloader.epoch(&r.observation.processes);
+    }
+
+    /// After a run: the next one's epochs follow on.
+    fn ran(&mut self, run: &Accounting) {
+        self.epochs_before += run.epochs;
+        self.ns_before = self.last_ns;
+    }
+}
+
 /// The log's view of the epochs: a line for each that did something (`info`) or for every one
 /// (`debug`), and a warning each time the selection goes from some processes to none.
 struct EpochLog {
@@ -309,6 +404,9 @@ fn describe_selection(args: &DaemonArgs) -> String {
     parts.join(" ")
 }
 
+/// Refuses, before anything starts: an empty selection, a pid that is not a running process,
+/// an empty name pattern, a selection of the whole machine without `--all-processes`, and
+/// cgroup directories that are not cgroups.
 fn check_selection(args: &DaemonArgs) -> Result<()> {
     if args.pids.is_empty() && args.comm.is_empty() && args.cgroups.is_empty() {
         bad_input!("say which processes to manage: --pid, --comm or --cgroup");
