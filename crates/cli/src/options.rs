@@ -105,6 +105,62 @@ pub fn discover(root: &Path) -> Result<rondpoint_linux::Discovery> {
     }
 }
 
+/// A cgroup v2 directory the user named (`daemon --cgroup`, `run --cgroup`): refused, as the
+/// user's input, when it is not a cgroup or a cgroup v1 one.
+pub fn check_cgroup_v2(dir: &Path) -> Result<()> {
+    if !dir.join("cgroup.procs").is_file() {
+        bad_input!(
+            "{} is not a cgroup v2 directory (no cgroup.procs)",
+            dir.display()
+        );
+    }
+    if !dir.join("cgroup.controllers").is_file() {
+        bad_input!(
+            "{} is a cgroup v1 directory (no cgroup.controllers): rondpoint reads cgroup v2 \
+             hierarchies only",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// A cgroup v2 directory a launched program is to join (`run --cgroup`): a leaf that takes
+/// processes, whose cgroup.procs this user may write. Everything the kernel would refuse at
+/// the join that can be seen now is refused now, naming the rule.
+pub fn check_cgroup_to_join(dir: &Path) -> Result<()> {
+    check_cgroup_v2(dir)?;
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let kind = read("cgroup.type");
+    if kind.trim() == "threaded" {
+        bad_input!(
+            "{} is a threaded cgroup: it takes threads, not processes; give a domain cgroup",
+            dir.display()
+        );
+    }
+    // The root cgroup (no cgroup.type) may hold processes whatever it distributes.
+    let distributes = read("cgroup.subtree_control");
+    if !kind.is_empty() && !distributes.trim().is_empty() {
+        bad_input!(
+            "{} distributes controllers to its children (cgroup.subtree_control: {}): cgroup \
+             v2 keeps processes out of such a cgroup; give one of its children (mkdir one)",
+            dir.display(),
+            distributes.trim()
+        );
+    }
+    if let Err(e) = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.procs"))
+    {
+        bad_input!(
+            "cannot join cgroup {}: opening its cgroup.procs for writing: {e} (moving a process \
+             into a cgroup needs write access to its cgroup.procs, and to that of the cgroup the \
+             process leaves and theirs in common)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// A process the user named to be managed or moved: it runs (not a zombie), has memory of its
 /// own (not a kernel thread) and is not rondpoint. Refusals are the user's input (status 2).
 pub fn check_process(pid: i32) -> Result<rondpoint_linux::procfs::TaskStat> {

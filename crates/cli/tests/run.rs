@@ -494,3 +494,77 @@ fn the_example_service_configuration_is_accepted() {
     .assert()
     .success();
 }
+
+/// A writable cgroup v2 hierarchy's mount point, if this machine has one (as root).
+fn cgroup2_mount() -> Option<std::path::PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[2] == "cgroup2")
+        .map(|f| std::path::PathBuf::from(f[1]))
+}
+
+#[test]
+fn a_program_starts_in_the_cgroup_given() {
+    let Some(mount) = cgroup2_mount() else {
+        eprintln!("skipped: no cgroup v2 hierarchy mounted here");
+        return;
+    };
+    let name = format!("rondpoint-test-{}", std::process::id());
+    let dir = mount.join(&name);
+    if let Err(e) = std::fs::create_dir(&dir) {
+        eprintln!("skipped: cannot make a cgroup in {}: {e}", mount.display());
+        return;
+    }
+    // Managed (a fixture of four nodes) and unmanaged (one node): the program is in the
+    // cgroup from its first instruction.
+    for fixture in ["r905-asymmetric", "vm-1node"] {
+        let out = rondpoint(&[
+            "run",
+            "--sysfs-root",
+            &format!("fixtures/sysfs/{fixture}"),
+            "--cgroup",
+            dir.to_str().unwrap(),
+            "--",
+            "cat",
+            "/proc/self/cgroup",
+        ])
+        .assert()
+        .success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(text.contains(&format!("0::/{name}\n")), "{fixture}: {text}");
+    }
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[test]
+fn a_cgroup_that_cannot_take_the_program_is_refused_before_it_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let run = |expect: &str| {
+        rondpoint(&[
+            "run",
+            "--sysfs-root",
+            "fixtures/sysfs/r905-asymmetric",
+            "--cgroup",
+            dir.to_str().unwrap(),
+            "--",
+            "touch",
+            dir.join("ran").to_str().unwrap(),
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(expect));
+        assert!(!dir.join("ran").exists(), "{expect}");
+    };
+    run("is not a cgroup v2 directory (no cgroup.procs)");
+    std::fs::write(dir.join("cgroup.procs"), "").unwrap();
+    run("is a cgroup v1 directory");
+    std::fs::write(dir.join("cgroup.controllers"), "cpu memory\n").unwrap();
+    std::fs::write(dir.join("cgroup.type"), "threaded\n").unwrap();
+    run("is a threaded cgroup: it takes threads, not processes");
+    std::fs::write(dir.join("cgroup.type"), "domain\n").unwrap();
+    std::fs::write(dir.join("cgroup.subtree_control"), "memory\n").unwrap();
+    run("distributes controllers to its children (cgroup.subtree_control: memory)");
+}

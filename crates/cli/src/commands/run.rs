@@ -19,6 +19,13 @@ pub struct RunArgs {
     pub(crate) live: LiveOptions,
     #[command(flatten)]
     numactl: NumactlFlags,
+    /// Start the program in this cgroup v2 directory (for example one made with `mkdir
+    /// /sys/fs/cgroup/batch/run1`): it joins the cgroup before exec, so that the cgroup's
+    /// limits and accounting apply from its first instruction, and a daemon watching the
+    /// cgroup sees it. The directory must exist, take processes (a leaf, not threaded), and
+    /// its cgroup.procs be writable by this user.
+    #[arg(long, value_name = "DIR")]
+    cgroup: Option<std::path::PathBuf>,
     /// The program to run and its arguments.
     #[arg(
         required = true,
@@ -77,7 +84,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     // Everything that can be wrong with the arguments is checked before the program starts.
     let opts = &args.live;
     let mut prepared = opts.prepare()?;
-    let setup = args.numactl.setup(&prepared.topology, &opts.sysfs_root)?;
+    let mut setup = args.numactl.setup(&prepared.topology, &opts.sysfs_root)?;
+    if let Some(dir) = &args.cgroup {
+        crate::options::check_cgroup_to_join(dir)?;
+        setup.cgroup = Some(dir.clone());
+    }
     let command: Vec<String> = args
         .command
         .iter()

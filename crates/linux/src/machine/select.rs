@@ -126,6 +126,7 @@ impl<S: Sys> LinuxMachine<S> {
             (None, None) => (None, Launched::Applied),
         };
         let setup = SpawnSetup {
+            cgroup: self.launch_setup.cgroup.clone(),
             policy,
             cpus: self.launch_setup.cpus.clone(),
         };

@@ -552,6 +552,7 @@ fn launch_applies_the_start_allocation_policy_before_exec() {
         m.sys().calls[0],
         Call::Spawn {
             argv: vec!["/usr/bin/prog".into(), "-x".into()],
+            cgroup: None,
             policy: Some((MemPolicyMode::Interleave, vec![0, 1, 3])),
             cpus: None,
         }
@@ -568,6 +569,7 @@ fn the_command_line_s_launch_setup_wins_over_the_policy_s() {
     use crate::sys::{NodeMask, SpawnSetup};
     let mut m = LinuxMachine::to_launch(FakeSys::new(), topo(), config(), vec!["prog".into()])
         .with_launch_setup(SpawnSetup {
+            cgroup: Some("/sys/fs/cgroup/job".into()),
             policy: Some((MemPolicyMode::Bind, NodeMask::of([2]))),
             cpus: Some(vec![CpuId(4), CpuId(5)]),
         });
@@ -592,6 +594,7 @@ fn the_command_line_s_launch_setup_wins_over_the_policy_s() {
         m.sys().calls[0],
         Call::Spawn {
             argv: vec!["prog".into()],
+            cgroup: Some("/sys/fs/cgroup/job".into()),
             policy: Some((MemPolicyMode::Bind, vec![2])),
             cpus: Some(vec![CpuId(4), CpuId(5)]),
         }

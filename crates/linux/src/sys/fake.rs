@@ -35,6 +35,7 @@ pub enum Call {
     },
     Spawn {
         argv: Vec<OsString>,
+        cgroup: Option<std::path::PathBuf>,
         policy: Option<(MemPolicyMode, Vec<u16>)>,
         cpus: Option<Vec<CpuId>>,
     },
@@ -234,6 +235,7 @@ impl Sys for FakeSys {
     fn spawn(&mut self, argv: &[OsString], setup: &SpawnSetup) -> Result<Pid, Errno> {
         self.check(Call::Spawn {
             argv: argv.to_vec(),
+            cgroup: setup.cgroup.clone(),
             policy: setup.policy.as_ref().map(|(m, n)| (*m, n.nodes())),
             cpus: setup.cpus.clone(),
         })?;

@@ -127,10 +127,13 @@ pub enum MemPolicyMode {
     WeightedInterleave = 6,
 }
 
-/// How [`Sys::spawn`] starts a program: its allocation policy (set_mempolicy) and the CPUs it
-/// may run on (sched_setaffinity), each set in the child before exec when given.
+/// How [`Sys::spawn`] starts a program: the cgroup v2 directory it joins (its `cgroup.procs`
+/// opened before the fork, "0" written to it in the child), its allocation policy
+/// (set_mempolicy) and the CPUs it may run on (sched_setaffinity), each set in the child
+/// before exec when given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SpawnSetup {
+    pub cgroup: Option<std::path::PathBuf>,
     pub policy: Option<(MemPolicyMode, NodeMask)>,
     pub cpus: Option<Vec<CpuId>>,
 }

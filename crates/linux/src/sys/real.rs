@@ -205,12 +205,30 @@ impl Sys for RealSys {
             }
             words
         });
-        if policy.is_some() || cpus.is_some() {
+        // Opened before the fork (close-on-exec): the child only writes to it.
+        let cgroup = match &setup.cgroup {
+            Some(dir) => Some(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join("cgroup.procs"))
+                    .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EACCES)))?,
+            ),
+            None => None,
+        };
+        if policy.is_some() || cpus.is_some() || cgroup.is_some() {
             // SAFETY: the closure runs in the child between fork and exec, where only
-            // async-signal-safe work is allowed: it makes raw system calls on data allocated
-            // before the fork, and allocates nothing.
+            // async-signal-safe work is allowed: it makes raw system calls (write(2) among
+            // them) on data and descriptors made before the fork, and allocates nothing.
             unsafe {
                 cmd.pre_exec(move || {
+                    if let Some(file) = &cgroup {
+                        // "0": the writing process itself joins the cgroup (cgroup v2).
+                        let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+                        let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+                        if r < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
                     if let Some((mode, words, maxnode)) = &policy {
                         let ptr = if words.is_empty() {
                             std::ptr::null()
@@ -546,6 +564,7 @@ mod tests {
                 &SpawnSetup {
                     policy: Some((MemPolicyMode::Bind, NodeMask::of([0]))),
                     cpus: Some(vec![CpuId(0)]),
+                    ..SpawnSetup::default()
                 },
             )
             .unwrap();

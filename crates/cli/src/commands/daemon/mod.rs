@@ -435,19 +435,7 @@ fn check_selection(args: &DaemonArgs) -> Result<()> {
         }
     }
     for dir in &args.cgroups {
-        if !dir.join("cgroup.procs").is_file() {
-            bad_input!(
-                "{} is not a cgroup v2 directory (no cgroup.procs)",
-                dir.display()
-            );
-        }
-        if !dir.join("cgroup.controllers").is_file() {
-            bad_input!(
-                "{} is a cgroup v1 directory (no cgroup.controllers): rondpoint reads cgroup v2 \
-                 hierarchies only",
-                dir.display()
-            );
-        }
+        crate::options::check_cgroup_v2(dir)?;
         // Every cgroup v2 directory but the root has a cgroup.type.
         if !dir.join("cgroup.type").is_file() && !args.all_processes {
             bad_input!(

@@ -52,6 +52,7 @@ fn weighted_interleave_at_launch_is_applied_only_as_the_kernel_can_do_it() {
         spawn,
         Call::Spawn {
             argv: vec!["prog".into()],
+            cgroup: None,
             policy: Some((MemPolicyMode::Interleave, vec![0, 1])),
             cpus: None,
         }
@@ -64,6 +65,7 @@ fn weighted_interleave_at_launch_is_applied_only_as_the_kernel_can_do_it() {
         spawn,
         Call::Spawn {
             argv: vec!["prog".into()],
+            cgroup: None,
             policy: Some((MemPolicyMode::WeightedInterleave, vec![0, 1])),
             cpus: None,
         }
