@@ -30,6 +30,7 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
+pub use sampler::PAGE_FAULT_FORMAT;
 use select::Launched;
 pub use select::Selection;
 pub use stats::{KernelBalancing, LiveStats, SampleTotals};

@@ -41,6 +41,11 @@ fn lost_line(epoch: u64, kept: u64, lost: u64) -> Option<(bool, String)> {
     })
 }
 
+/// The page-fault sampler's sample_type: the faulting thread, address and CPU.
+pub const PAGE_FAULT_FORMAT: SampleFormat = SampleFormat {
+    sample_type: SampleFormat::TID | SampleFormat::ADDR | SampleFormat::CPU,
+};
+
 /// Per-process sampling state.
 #[derive(Debug)]
 pub(super) struct Sampler {
@@ -117,9 +122,7 @@ fn sampler_attr(
 
 impl Sampler {
     fn new(config: &LiveConfig, cpus: usize) -> Self {
-        let format = SampleFormat {
-            sample_type: SampleFormat::TID | SampleFormat::ADDR | SampleFormat::CPU,
-        };
+        let format = PAGE_FAULT_FORMAT;
         Self {
             fds: BTreeMap::new(),
             first_seen: BTreeMap::new(),
