@@ -129,7 +129,13 @@ pub fn check_cgroup_v2(dir: &Path) -> Result<()> {
 /// the join that can be seen now is refused now, naming the rule.
 pub fn check_cgroup_to_join(dir: &Path) -> Result<()> {
     check_cgroup_v2(dir)?;
-    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    // Kernel files, read as rondpoint reads /sys (bounded, no special files).
+    let read = |f: &str| {
+        rondpoint_safeio::read_system(&dir.join(f))
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_default()
+    };
     let kind = read("cgroup.type");
     if kind.trim() == "threaded" {
         bad_input!(
