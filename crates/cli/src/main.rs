@@ -77,6 +77,10 @@ enum Command {
     /// With --policy, replays that policy over the recorded observations and explains its
     /// decisions instead.
     Explain(commands::explain::ExplainArgs),
+    /// Summarise a recording over time: the managed programs' memory on each node, the local
+    /// access ratio and the memory-controller imbalance, the actions and pages placed; --plot
+    /// draws every epoch (.svg or .png), --json lists them.
+    Report(commands::report::ReportArgs),
     /// Launch a program and manage its memory placement while it runs; report at the end.
     ///
     /// The program's threads and children are managed; its exit status becomes rondpoint's.
@@ -137,6 +141,7 @@ impl Command {
             Command::Record(_) => false,
             Command::Replay(a) => a.json,
             Command::Explain(a) => a.json,
+            Command::Report(a) => a.json,
             Command::Run(a) => a.live.json,
             Command::Daemon(a) => a.live.json,
             Command::Top(a) => a.json,
@@ -162,6 +167,7 @@ fn main() -> ExitCode {
         Command::Record(args) => commands::record::run_record(&args),
         Command::Replay(args) => commands::record::run_replay(&args),
         Command::Explain(args) => commands::explain::run(&args),
+        Command::Report(args) => commands::report::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Daemon(args) => commands::daemon::run(&args),
         Command::Top(args) => top::run(&args),

@@ -49,6 +49,7 @@ fn results_are_one_document() {
         &["list", "capabilities", "--json", "--sysfs-root", fixture],
         &["replay", RECORDING, "-p", "first-touch", "--json"],
         &["explain", RECORDING, "--json", "--epoch", "1"],
+        &["report", RECORDING, "--json"],
         &[
             "sim",
             "-q",
@@ -90,6 +91,7 @@ fn failures_and_usage_errors_are_one_document() {
             2,
         ),
         (&["explain", "/nonexistent.jsonl", "--json"], 2),
+        (&["report", "/nonexistent.jsonl", "--json"], 2),
         (&["sim", "--json", "-m", "nosuchmachine", "-w", "cg"], 2),
         (&["sim", "--json", "--no-such-flag"], 2),
         (&["matrix", "--json", "-m", "nosuchmachine"], 2),

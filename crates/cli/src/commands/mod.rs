@@ -8,6 +8,7 @@ pub mod list;
 pub mod matrix;
 pub mod migrate;
 pub mod record;
+pub mod report;
 pub mod run;
 pub mod shell;
 pub mod sim;

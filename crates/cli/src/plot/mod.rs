@@ -1,4 +1,4 @@
-//! Charts of a run, as SVG or PNG (`sim --plot`).
+//! Charts of a run, as SVG or PNG (`sim --plot`, `report --plot`).
 //!
 //! Text is laid out with the DejaVu Sans font shipped in `crates/cli/assets/` (Bitstream Vera
 //! licence, beside it) through plotters' `ab_glyph` feature, so neither the SVG's text metrics
@@ -8,6 +8,8 @@
 //! (`OutputKind::PngChart`).
 
 mod bars;
+mod lines;
+mod recording;
 mod sim;
 
 use anyhow::{Context, Result};
@@ -17,6 +19,7 @@ use rondpoint_safeio::{OutputKind, SVG_CHART_SIGNATURE, Staged};
 use std::io::Write;
 use std::path::Path;
 
+pub use recording::RecordingFigure;
 pub use sim::SimFigure;
 
 /// The extensions `--plot` accepts, for messages.
