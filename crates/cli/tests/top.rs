@@ -62,3 +62,63 @@ fn sim_top_shows_one_run() {
         .code(2)
         .stderr(predicate::str::contains("--top"));
 }
+
+/// The characters of an SVG snapshot, one `<text>` per cell, in document order (row by row).
+fn snapshot_text(svg: &str) -> String {
+    svg.split("<text")
+        .skip(1)
+        .map(|t| {
+            let body = &t[t.find('>').unwrap() + 1..];
+            body[..body.find("</text>").unwrap()].trim().to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_snapshot_pictures_the_screen_of_a_state_file_or_a_simulation() {
+    let dir = tempfile::tempdir().unwrap();
+    // A daemon's state file, as an SVG: every cell's character, the processes' names in it.
+    let svg = dir.path().join("top.svg");
+    let state = "fixtures/top/state.json";
+    rondpoint(&["top", "--state", state, "--snapshot", svg.to_str().unwrap()])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<!-- rondpoint chart -->"));
+    let cells = snapshot_text(&text);
+    for says in ["rondpoint", "top", "mgen", "node"] {
+        assert!(cells.contains(says), "{says}: {cells}");
+    }
+    // A simulation run to its end, as a PNG of 120 x 28 cells of 9 x 18 pixels.
+    let png = dir.path().join("top.png");
+    sim(&[
+        "-p",
+        "carrefour",
+        "--top",
+        "--snapshot",
+        png.to_str().unwrap(),
+    ])
+    .assert()
+    .success();
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG"));
+    let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!((width, height), (120 * 9, 28 * 18));
+    // Not without --top; a file that is not rondpoint's picture is kept.
+    sim(&["-p", "carrefour", "--snapshot", png.to_str().unwrap()])
+        .assert()
+        .code(2);
+    let mine = dir.path().join("mine.png");
+    std::fs::write(&mine, "mine").unwrap();
+    rondpoint(&[
+        "top",
+        "--state",
+        state,
+        "--snapshot",
+        mine.to_str().unwrap(),
+    ])
+    .assert()
+    .code(2);
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine");
+}

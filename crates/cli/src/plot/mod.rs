@@ -55,13 +55,13 @@ pub trait Figure {
 }
 
 /// A plotters error as an `anyhow` one (plotters' errors are generic over the backend's).
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
+pub(crate) fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("drawing the chart: {e}")
 }
 
 /// The font family every text of a chart uses, plotters' default among them: the shipped
 /// font is registered under it ([`register_font`]).
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 static FONT_BYTES: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 

@@ -10,6 +10,7 @@ pub mod input;
 pub mod model;
 mod screen;
 pub mod sim;
+pub mod snapshot;
 #[cfg(test)]
 mod tests;
 pub mod view;
@@ -41,6 +42,13 @@ pub struct TopArgs {
     /// for scripts, and where standard output is not a terminal.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write what the screen would show, once, as a picture (FILE.svg or FILE.png; a 120 x 28
+    /// terminal) instead of drawing it: for bug reports and documentation.
+    #[arg(long, value_name = "FILE", conflicts_with = "json")]
+    snapshot: Option<PathBuf>,
+    /// Replace the --snapshot file even when it is not a picture rondpoint wrote.
+    #[arg(long, requires = "snapshot")]
+    force: bool,
 }
 
 /// The part of the daemon's state file `top` reads.
@@ -64,6 +72,12 @@ fn read_state(path: &Path) -> Result<ViewModel> {
 }
 
 pub fn run(args: &TopArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.snapshot {
+        let output = crate::plot::Output::create(path, args.force)?;
+        let view = read_state(&args.state)?;
+        output.write(&snapshot::Snapshot::new(&view, &Feed::Live)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.json {
         let view = read_state(&args.state)?;
         outln!("{}", serde_json::to_string_pretty(&view)?);

@@ -94,3 +94,36 @@ fn hold(screen: &mut Screen) -> Result<()> {
     }
     Ok(())
 }
+
+/// Runs `scenario` under `policy` from `plan` to the end without a screen, and writes the last
+/// epoch's screen into `output`.
+pub fn snapshot(
+    plan: &Plan,
+    scenario: &Scenario,
+    policy: &str,
+    output: crate::plot::Output,
+) -> Result<ExitCode> {
+    let quiet = Progress {
+        on: false,
+        live: false,
+        started: Arc::default(),
+        total: 1,
+    };
+    let (mut machine, mut built, engine) = plan.one_run(scenario, policy, &quiet)?;
+    let topology = machine.topology().clone();
+    let source = format!("sim {} / {}", plan.spec.name, scenario.name);
+    let mut tracker = Tracker::new(&source, policy);
+    rondpoint_engine::run(
+        &mut machine,
+        built.as_mut(),
+        &mut VirtualClock::default(),
+        &engine,
+        |r| tracker.epoch(&topology, r, r.now_ns as f64 / 1e9),
+    )?;
+    tracker.finish();
+    output.write(&super::snapshot::Snapshot::new(
+        tracker.view(),
+        &Feed::Finished,
+    )?)?;
+    Ok(ExitCode::SUCCESS)
+}

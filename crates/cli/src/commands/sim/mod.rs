@@ -133,14 +133,19 @@ pub struct SimArgs {
           value_parser = clap::value_parser!(u64).range(0..=60_000))]
     top_pace_ms: u64,
 
+    /// With --top: run to the end without a terminal and write the last screen as a picture
+    /// into FILE (.svg or .png; a 120 x 28 terminal), as `rondpoint top --snapshot` does.
+    #[arg(long, value_name = "FILE", requires = "top", group = "picture")]
+    snapshot: Option<std::path::PathBuf>,
+
     /// Also draw the results as a chart into FILE (.svg or .png): speedup over first-touch
     /// per workload and policy, and for a single workload each memory controller's and
     /// link's load (docs/plots.md). first-touch must be among the policies.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", group = "picture")]
     plot: Option<std::path::PathBuf>,
 
-    /// With --plot: replace FILE even if it is not a chart rondpoint wrote.
-    #[arg(long, requires = "plot")]
+    /// With --plot or --snapshot: replace FILE even if it is not a picture rondpoint wrote.
+    #[arg(long, requires = "picture")]
     force: bool,
 
     /// List the built-in machines, workloads and policies, and exit.
@@ -271,6 +276,10 @@ fn top(args: &SimArgs, settings: &Settings) -> Result<ExitCode> {
             plan.policies.len()
         );
     };
+    if let Some(path) = &args.snapshot {
+        let output = crate::plot::Output::create(path, args.force)?;
+        return crate::top::sim::snapshot(&plan, scenario, policy, output);
+    }
     let pace = std::time::Duration::from_millis(args.top_pace_ms);
     crate::top::sim::run(&plan, scenario, policy, pace)
 }
