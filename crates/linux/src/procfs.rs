@@ -18,6 +18,7 @@
 // Parses bytes from outside (files, the kernel): no indexing that could panic on them.
 #![deny(clippy::indexing_slicing)]
 
+mod cgroup;
 mod zoneinfo;
 
 pub use zoneinfo::NodeWatermarks;

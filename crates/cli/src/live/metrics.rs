@@ -58,6 +58,23 @@ struct ProcessNode {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CgroupLabel {
+    cgroup: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CgroupNode {
+    cgroup: String,
+    node: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CgroupTechnique {
+    cgroup: String,
+    technique: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CounterLabel {
     counter: String,
 }
@@ -80,6 +97,11 @@ pub struct Metrics {
     actions: Family<ActionLabels, Counter>,
     pages: Family<TechniqueLabel, Counter>,
     process_resident: Family<ProcessNode, Gauge>,
+    cgroup_processes: Family<CgroupLabel, Gauge>,
+    cgroup_memory: Family<CgroupNode, Gauge>,
+    cgroup_samples: Family<CgroupLabel, Counter>,
+    cgroup_actions: Family<CgroupTechnique, Counter>,
+    cgroup_pages: Family<CgroupLabel, Counter>,
     cpu: FloatCounter,
     peak_rss: Gauge,
     totals: Arc<SampleTotals>,
@@ -112,6 +134,11 @@ impl Metrics {
             actions: Family::default(),
             pages: Family::default(),
             process_resident: Family::default(),
+            cgroup_processes: Family::default(),
+            cgroup_memory: Family::default(),
+            cgroup_samples: Family::default(),
+            cgroup_actions: Family::default(),
+            cgroup_pages: Family::default(),
             cpu: FloatCounter::default(),
             peak_rss: Gauge::default(),
             totals,
@@ -191,6 +218,7 @@ impl Metrics {
             Unit::Bytes,
             self.process_resident.clone(),
         );
+        self.register_cgroups(r);
         r.register_with_unit(
             "cpu",
             "rondpoint's own CPU time",
@@ -260,6 +288,68 @@ impl Metrics {
         self.cpu.inc_by(delta as f64 / 1e9);
         self.cpu_seen_ns = cpu_ns;
         self.peak_rss.set(gauge(self.sys.own_peak_rss_bytes()));
+    }
+
+    /// The per-cgroup metrics (`daemon --cgroup`: one label value per cgroup given).
+    fn register_cgroups(&self, r: &mut Registry) {
+        r.register(
+            "cgroup_processes",
+            "Managed processes in each --cgroup, last epoch",
+            self.cgroup_processes.clone(),
+        );
+        r.register_with_unit(
+            "cgroup_memory",
+            "Resident memory of each --cgroup's managed processes on each node",
+            Unit::Bytes,
+            self.cgroup_memory.clone(),
+        );
+        r.register(
+            "cgroup_samples",
+            "Access samples of each --cgroup's processes",
+            self.cgroup_samples.clone(),
+        );
+        r.register(
+            "cgroup_actions",
+            "Placement actions on each --cgroup's processes by technique",
+            self.cgroup_actions.clone(),
+        );
+        r.register(
+            "cgroup_pages_placed",
+            "4 KiB pages placed for each --cgroup's processes",
+            self.cgroup_pages.clone(),
+        );
+    }
+
+    /// Takes in the epoch's per-cgroup figures (after [`Self::epoch`]).
+    pub fn cgroups(&self, totals: &[crate::commands::daemon::CgroupTotals]) {
+        for t in totals {
+            let cgroup = CgroupLabel {
+                cgroup: t.cgroup.clone(),
+            };
+            self.cgroup_processes
+                .get_or_create(&cgroup)
+                .set(gauge(t.processes as u64));
+            for (node, bytes) in self.nodes.iter().zip(&t.memory_bytes_by_node) {
+                let labels = CgroupNode {
+                    cgroup: t.cgroup.clone(),
+                    node: node.clone(),
+                };
+                self.cgroup_memory.get_or_create(&labels).set(gauge(*bytes));
+            }
+            self.cgroup_samples
+                .get_or_create(&cgroup)
+                .inc_by(t.samples_last_epoch);
+            for (technique, n) in &t.actions_last_epoch {
+                let labels = CgroupTechnique {
+                    cgroup: t.cgroup.clone(),
+                    technique: technique.clone(),
+                };
+                self.cgroup_actions.get_or_create(&labels).inc_by(*n);
+            }
+            self.cgroup_pages
+                .get_or_create(&cgroup)
+                .inc_by(t.pages_last_epoch);
+        }
     }
 
     /// The largest processes' resident memory per node, the series of the others dropped.

@@ -1,6 +1,7 @@
 //! `rondpoint daemon`: manage running processes until stopped; SIGHUP reloads the
 //! configuration (`reload.rs`).
 
+mod cgroups;
 mod reload;
 
 use crate::live::metrics::{self, Metrics};
@@ -22,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+pub use cgroups::CgroupTotals;
+use cgroups::Cgroups;
 use reload::Reloader;
 
 #[derive(Debug, Args)]
@@ -73,6 +76,9 @@ struct State {
     /// Per technique: actions, pages placed.
     totals: BTreeMap<String, (u64, u64)>,
     failed_actions: u64,
+    /// Per `--cgroup`: its processes, memory, samples, actions and pages (`cgroups.rs`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    cgroups: Vec<CgroupTotals>,
     /// What `rondpoint top` shows (docs/top.md).
     top: ViewModel,
     #[serde(skip)]
@@ -222,6 +228,7 @@ struct Sinks<'a> {
     topology: Topology,
     log: EpochLog,
     exported: Option<Metrics>,
+    cgroups: Cgroups,
     started: Instant,
     /// Held while the daemon writes the state file.
     _state_lock: Option<crate::live::OutputLock>,
@@ -272,6 +279,7 @@ impl<'a> Sinks<'a> {
             topology: machine.topology().clone(),
             log,
             exported,
+            cgroups: Cgroups::new(&args.cgroups, ProcRoot::new("/proc")),
             started: Instant::now(),
             _state_lock: state_lock,
             write_error: None,
@@ -291,10 +299,13 @@ impl<'a> Sinks<'a> {
         if let Some(recording) = self.recording.as_mut() {
             recording.epoch(&r);
         }
+        self.cgroups.epoch(&r);
         self.state.update(&self.topology, &r, self.started);
+        self.state.cgroups = self.cgroups.totals().to_vec();
         self.log.epoch(&r);
         if let Some(m) = self.exported.as_mut() {
             m.epoch(&r);
+            m.cgroups(self.cgroups.totals());
         }
         if let Some(path) = &self.args.state_file {
             if let Err(e) = write_state(path, &self.state, self.args.live.force) {
