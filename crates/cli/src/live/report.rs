@@ -186,9 +186,23 @@ pub fn render(r: &RunReport) -> String {
     out
 }
 
-/// One line of the figures column, `perf stat` style: the figure right-aligned, then what it is.
+/// The end report's width: its longer lines wrap under their text.
+const WIDTH: usize = 100;
+
+/// One line of the figures column, `perf stat` style: the figure right-aligned, then what it
+/// is, wrapped at [`WIDTH`] under itself.
 fn stat(out: &mut String, figure: impl Display, what: impl Display) {
-    let _ = writeln!(out, "   {figure:>12}   {what}");
+    let first = format!("   {figure:>12}   ");
+    let rest = " ".repeat(first.len() + 2);
+    wrapped(out, &format!("{first}{what}"), &rest);
+}
+
+/// `text` wrapped at [`WIDTH`], its continuation lines indented with `indent`.
+fn wrapped(out: &mut String, text: &str, indent: &str) {
+    let options = textwrap::Options::new(WIDTH).subsequent_indent(indent);
+    for line in textwrap::wrap(text, options) {
+        let _ = writeln!(out, "{line}");
+    }
 }
 
 /// What ran, under which policy, for how long, and how it ended.
@@ -356,7 +370,7 @@ fn footer(out: &mut String, r: &RunReport) {
         format::bytes(r.rondpoint_peak_rss_bytes)
     );
     for n in &r.notes {
-        let _ = writeln!(out, "   note: {n}");
+        wrapped(out, &format!("   note: {n}"), "         ");
     }
 }
 
@@ -453,9 +467,11 @@ mod tests {
            1234   samples (1200 drained during epochs, 3 lost, sampler throttled 1 times), from IBS
                   estimated, not counted: cycles; DRAM traffic
                   not measured: instructions, LLC misses
-                  interleave: 3 actions (2 applied, 1 partial, 0 failed, 0 skipped, 0 substituted), 5000 pages placed (4000 moved, 1000 already there), 15.6 MiB copied
+                  interleave: 3 actions (2 applied, 1 partial, 0 failed, 0 skipped, 0 substituted),
+                    5000 pages placed (4000 moved, 1000 already there), 15.6 MiB copied
                   interleave: pages not placed: 7 EBUSY, 2 ENOENT
-                  migrate: 1 actions (0 applied, 0 partial, 1 failed, 4 skipped, 2 substituted), 0 pages placed (0 moved, 0 already there), 0 B copied
+                  migrate: 1 actions (0 applied, 0 partial, 1 failed, 4 skipped, 2 substituted), 0
+                    pages placed (0 moved, 0 already there), 0 B copied
                   approximated: carrefour: for controller imbalance (node-traffic): from samples
                   start: 1 start decision (move-application) carried out at epoch 0
 
@@ -491,7 +507,8 @@ mod tests {
 
           2.500 s wall time, 12 epochs
                   program still running
-              0   samples (0 drained during epochs, 0 lost, sampler throttled 0 times), from no sampler
+              0   samples (0 drained during epochs, 0 lost, sampler throttled 0 times), from no
+                    sampler
                   no placement actions
 
    local access ratio of sampled accesses: - first epoch, - last epoch
