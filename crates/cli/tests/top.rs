@@ -122,3 +122,37 @@ fn a_snapshot_pictures_the_screen_of_a_state_file_or_a_simulation() {
     .code(2);
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine");
 }
+
+#[test]
+fn top_reads_the_state_of_a_run_as_of_a_daemon() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
+        .current_dir(common::workspace())
+        .args(["run", "--sysfs-root", "fixtures/sysfs/r905-asymmetric"])
+        .args(["--epoch-ms", "100", "--state-file"])
+        .arg(&state)
+        .args(["--", "sleep", "3"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // While the program runs, `top` sees it in the run's state file.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let v = loop {
+        let out = rondpoint(&["top", "--state", state.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        if let Ok(v) = serde_json::from_slice::<Value>(&out.stdout) {
+            if v["processes"].as_array().is_some_and(|p| !p.is_empty()) {
+                break v;
+            }
+        }
+        assert!(Instant::now() < deadline, "no process in the state file");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(v["source"], "run");
+    assert_eq!(v["processes"][0]["comm"], "sleep", "{v}");
+    assert!(run.wait().unwrap().success());
+}

@@ -1,12 +1,13 @@
 //! `rondpoint run`: launch a program under management and report, like `perf stat`.
 
+use crate::live::state::{State, write_state};
 use crate::live::{
     LiveOptions, LiveRecording, NumactlFlags, ONE_NODE, RunReport, Unmanaged, drive,
 };
 use crate::signals;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
-use rondpoint_engine::OnStop;
+use rondpoint_engine::{Machine, OnStop};
 use rondpoint_linux::machine::LinuxMachine;
 use rondpoint_linux::sys::{ExitStatus, RealSys, SpawnSetup, Sys};
 use std::ffi::OsString;
@@ -129,13 +130,18 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     )
     .with_launch_setup(setup);
     let mut recording = opts.recording(&format!("run '{}'", command.join(" ")), &mut machine)?;
+    let mut state = StateOutput::open(opts, machine.topology().clone())?;
     let stop = signals::install()?;
     let started = Instant::now();
     // No status line while the program runs: it writes to the same terminal, and a line of
-    // rondpoint's would land in the middle of its output. The report comes at the end.
+    // rondpoint's would land in the middle of its output. The report comes at the end; `top
+    // --state` shows the run as it goes when --state-file is given.
     let on_epoch = |r: &rondpoint_engine::EpochReport<'_>| {
         if let Some(recording) = recording.as_mut() {
             recording.epoch(r);
+        }
+        if let Some(s) = state.as_mut() {
+            s.epoch(r, started);
         }
     };
     // SIGINT/SIGTERM/SIGHUP: pass SIGTERM on to the program once (Machine::interrupt), and
@@ -149,7 +155,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         OnStop::Interrupt,
         on_epoch,
     )?;
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = state.and_then(|s| s.error).into_iter().collect();
     let saved = LiveRecording::end(recording, &mut notes);
     let exit = describe(machine.exit_status());
     RunReport::new(opts, command, exit, started, acct, &mut machine, notes).print(opts.json)?;
@@ -157,4 +163,45 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         noteln!("rondpoint: {saved}");
     }
     Ok(exit_code(machine.exit_status()))
+}
+
+/// `--state-file`: the state rewritten every epoch for `rondpoint top --state` (as the
+/// daemon's), its lock held while the run lasts.
+struct StateOutput {
+    path: std::path::PathBuf,
+    force: bool,
+    state: State,
+    topology: rondpoint_model::Topology,
+    _lock: Option<crate::live::OutputLock>,
+    /// The first write that failed, for the report's notes.
+    error: Option<String>,
+}
+
+impl StateOutput {
+    /// Takes the file and writes the state before the program starts: a file that cannot be
+    /// written stops the run before anything is launched.
+    fn open(opts: &LiveOptions, topology: rondpoint_model::Topology) -> Result<Option<Self>> {
+        let Some(path) = &opts.state_file else {
+            return Ok(None);
+        };
+        let lock = crate::live::OutputLock::take(path)?;
+        let state = State::new("run", opts);
+        write_state(path, &state, opts.force).context("writing the state file")?;
+        Ok(Some(Self {
+            path: path.clone(),
+            force: opts.force,
+            state,
+            topology,
+            _lock: lock,
+            error: None,
+        }))
+    }
+
+    fn epoch(&mut self, r: &rondpoint_engine::EpochReport<'_>, started: Instant) {
+        self.state.update(&self.topology, r, started);
+        if let Err(e) = write_state(&self.path, &self.state, self.force) {
+            self.error
+                .get_or_insert(format!("cannot write {}: {e}", self.path.display()));
+        }
+    }
 }

@@ -6,6 +6,7 @@ pub mod metrics;
 mod numactl;
 mod recording;
 mod report;
+pub mod state;
 
 pub use numactl::NumactlFlags;
 pub use recording::LiveRecording;
@@ -68,9 +69,12 @@ pub struct LiveOptions {
         requires = "record"
     )]
     pub record_max_samples: MaxSamples,
-    /// Replace an output file (--record, the daemon's --state-file) even when it is not a
-    /// rondpoint output of the same kind; without it such a file is left alone and the
-    /// command refused.
+    /// Write the state here every epoch (JSON, replaced atomically; docs/json/daemon.md), for
+    /// `rondpoint top --state FILE` to watch.
+    #[arg(long, value_name = "FILE")]
+    pub state_file: Option<PathBuf>,
+    /// Replace an output file (--record, --state-file) even when it is not a rondpoint output
+    /// of the same kind; without it such a file is left alone and the command refused.
     #[arg(long)]
     pub force: bool,
 }

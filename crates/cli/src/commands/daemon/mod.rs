@@ -5,10 +5,10 @@ mod cgroups;
 mod reload;
 
 use crate::live::metrics::{self, Metrics};
+use crate::live::state::{State, write_state};
 use crate::live::{Live, LiveOptions, LiveRecording, ONE_NODE, RunReport, Unmanaged, drive};
 use crate::logging::{self, LogLevel};
 use crate::signals;
-use crate::top::model::{Tracker, ViewModel};
 use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_engine::Machine;
@@ -17,9 +17,8 @@ use rondpoint_linux::machine::{LinuxMachine, LiveConfig, Selection};
 use rondpoint_linux::procfs::{ProcRoot, glob_match};
 use rondpoint_linux::sys::RealSys;
 use rondpoint_model::{OutcomeStatus, Pid, Topology};
-use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -47,10 +46,6 @@ pub struct DaemonArgs {
     all_processes: bool,
     #[command(flatten)]
     pub(crate) live: LiveOptions,
-    /// Write the daemon's state here every epoch (JSON, replaced atomically; docs/json/daemon.md),
-    /// for a live view to read.
-    #[arg(long, value_name = "FILE")]
-    state_file: Option<PathBuf>,
     /// The least severe log lines written on standard error: a start-up line, a line per
     /// epoch that did something or lost samples (`info`), every epoch (`debug`), warnings (a
     /// selection that matches nothing, samples lost). Under systemd, lines carry the journal's
@@ -61,69 +56,6 @@ pub struct DaemonArgs {
     /// served on loopback only, `0.0.0.0:9464` on every interface (docs/metrics.md).
     #[arg(long, value_name = "ADDR", value_parser = metrics::parse_addr)]
     metrics: Option<std::net::SocketAddr>,
-}
-
-/// What the state file holds.
-#[derive(Debug, Default, Serialize)]
-struct State {
-    schema_version: u32,
-    policy: String,
-    dry_run: bool,
-    uptime_s: f64,
-    epoch: u64,
-    managed: Vec<i32>,
-    samples_last_epoch: usize,
-    /// Per technique: actions, pages placed.
-    totals: BTreeMap<String, (u64, u64)>,
-    failed_actions: u64,
-    /// Per `--cgroup`: its processes, memory, samples, actions and pages (`cgroups.rs`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    cgroups: Vec<CgroupTotals>,
-    /// What `rondpoint top` shows (docs/top.md).
-    top: ViewModel,
-    #[serde(skip)]
-    tracker: Tracker,
-}
-
-impl State {
-    fn new(opts: &LiveOptions) -> Self {
-        let tracker = Tracker::new("daemon", &opts.policy);
-        Self {
-            schema_version: 1,
-            policy: opts.policy.clone(),
-            dry_run: opts.dry_run,
-            top: tracker.view().clone(),
-            tracker,
-            ..Self::default()
-        }
-    }
-
-    /// Takes in one epoch's report.
-    fn update(&mut self, topology: &Topology, r: &EpochReport<'_>, started: Instant) {
-        self.uptime_s = started.elapsed().as_secs_f64();
-        self.tracker.epoch(topology, r, self.uptime_s);
-        self.top = self.tracker.view().clone();
-        self.epoch = r.epoch;
-        self.managed = r.observation.processes.iter().map(|p| p.pid.0).collect();
-        self.samples_last_epoch = r.observation.samples.len();
-        for (a, o) in r.actions.iter().zip(r.outcomes) {
-            let e = self.totals.entry(a.technique().to_string()).or_default();
-            e.0 += 1;
-            e.1 += o.pages_done;
-            if o.status == OutcomeStatus::Failed {
-                self.failed_actions += 1;
-            }
-        }
-    }
-}
-
-/// Replaces the state file (atomically; never through a link, never over anything but a
-/// regular file).
-fn write_state(path: &Path, state: &State, force: bool) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(state)?;
-    let replace = crate::options::replace(force, rondpoint_safeio::OutputKind::StateFile);
-    rondpoint_safeio::write_replacing(path, &bytes, replace)?;
-    Ok(())
 }
 
 pub fn run(args: &DaemonArgs) -> Result<ExitCode> {
@@ -261,10 +193,10 @@ impl<'a> Sinks<'a> {
             );
         }
         let recording = args.live.recording("daemon", machine)?;
-        let state = State::new(&args.live);
+        let state = State::new("daemon", &args.live);
         // A state file that cannot be written (a device, a link, a directory, no rights) is
         // an error now, before anything is managed.
-        let state_lock = match &args.state_file {
+        let state_lock = match &args.live.state_file {
             Some(path) => {
                 let lock = crate::live::OutputLock::take(path)?;
                 write_state(path, &state, args.live.force).context("writing the state file")?;
@@ -307,7 +239,7 @@ impl<'a> Sinks<'a> {
             m.epoch(&r);
             m.cgroups(self.cgroups.totals());
         }
-        if let Some(path) = &self.args.state_file {
+        if let Some(path) = &self.args.live.state_file {
             if let Err(e) = write_state(path, &self.state, self.args.live.force) {
                 self.write_error
                     .get_or_insert(format!("cannot write {}: {e}", path.display()));
