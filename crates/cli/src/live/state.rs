@@ -31,7 +31,7 @@ pub struct State {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cgroups: Vec<CgroupTotals>,
     /// What `rondpoint top` shows (docs/top.md).
-    top: ViewModel,
+    pub top: ViewModel,
     #[serde(skip)]
     tracker: Tracker,
 }

@@ -57,6 +57,25 @@ pub struct ViewModel {
     /// Whether the run is over (a simulation that finished).
     #[serde(default)]
     pub finished: bool,
+    /// Per `daemon --cgroup`: its processes, pages, samples and actions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<CgroupView>,
+}
+
+/// One `daemon --cgroup`'s row.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupView {
+    /// The directory as given.
+    pub cgroup: String,
+    /// Managed processes in it (or below it), last epoch.
+    pub processes: usize,
+    /// Their resident pages (4 KiB) on each node.
+    pub pages_by_node: Vec<u64>,
+    /// Their samples, last epoch.
+    pub samples: u64,
+    /// Actions on them since the start, by technique, and the pages placed.
+    pub actions_total: BTreeMap<String, u64>,
+    pub pages_placed: u64,
 }
 
 /// One node's row.

@@ -354,3 +354,17 @@ fn finished_simulation_and_scrolling() {
     ui.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
     assert!(ui.quit);
 }
+
+#[test]
+fn a_daemon_s_cgroups_get_a_table_of_their_own() {
+    let mut v = sample_view();
+    v.cgroups = vec![super::model::CgroupView {
+        cgroup: "/sys/fs/cgroup/workload.slice/tenant-a".into(),
+        processes: 2,
+        pages_by_node: vec![256, 1024],
+        samples: 40,
+        actions_total: [("migrate".to_string(), 3)].into_iter().collect(),
+        pages_placed: 300,
+    }];
+    insta::assert_snapshot!(screen(&v, &UiState::default(), &Feed::Live));
+}

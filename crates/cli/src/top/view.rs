@@ -51,8 +51,17 @@ pub fn draw(frame: &mut Frame<'_>, v: &ViewModel, ui: &UiState, feed: &Feed) {
 fn draw_body(frame: &mut Frame<'_>, v: &ViewModel, ui: &UiState, area: Rect) {
     let shown = v.nodes.iter().filter(|n| ui.shows_node(n.node)).count();
     let high = u16::try_from(shown.max(v.links.len().min(8)) + 3).unwrap_or(u16::MAX);
-    let [machine, procs] =
-        Layout::vertical([Constraint::Length(high), Constraint::Min(3)]).areas(area);
+    let groups = u16::try_from(v.cgroups.len()).unwrap_or(u16::MAX);
+    let groups = if groups == 0 { 0 } else { groups.saturating_add(3) };
+    let [machine, cgroup_area, procs] = Layout::vertical([
+        Constraint::Length(high),
+        Constraint::Length(groups),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    if groups > 0 {
+        frame.render_widget(cgroups(v), cgroup_area);
+    }
     if v.links.is_empty() {
         frame.render_widget(nodes(v, ui), machine);
     } else {
@@ -274,6 +283,36 @@ fn processes<'a>(v: &ViewModel, ui: &UiState, height: u16) -> Table<'a> {
     Table::new(body, widths)
         .header(Row::new(header).style(Style::new().add_modifier(Modifier::BOLD)))
         .block(Block::bordered().title(title))
+}
+
+/// The `daemon --cgroup` table: each cgroup's processes, pages, samples and actions.
+fn cgroups<'a>(v: &ViewModel) -> Table<'a> {
+    let mut header = vec!["cgroup".to_string(), "procs".to_string()];
+    header.extend(v.nodes.iter().map(|n| format!("pg n{}", n.node)));
+    header.extend(["samples", "actions total", "pages placed"].map(String::from));
+    let mut widths = vec![Constraint::Length(24), Constraint::Length(6)];
+    widths.extend(v.nodes.iter().map(|_| Constraint::Length(9)));
+    widths.extend([
+        Constraint::Length(8),
+        Constraint::Min(16),
+        Constraint::Length(12),
+    ]);
+    let rows = v.cgroups.iter().map(|g| {
+        // The end of a long path says which cgroup it is.
+        let name = match g.cgroup.char_indices().rev().nth(22) {
+            Some((i, _)) => format!("…{}", &g.cgroup[i + 1..]),
+            None => g.cgroup.clone(),
+        };
+        let mut cells = vec![name, g.processes.to_string()];
+        cells.extend(g.pages_by_node.iter().map(u64::to_string));
+        cells.push(g.samples.to_string());
+        cells.push(techniques(&g.actions_total, "-"));
+        cells.push(g.pages_placed.to_string());
+        Row::new(cells)
+    });
+    Table::new(rows, widths)
+        .header(Row::new(header).style(Style::new().add_modifier(Modifier::BOLD)))
+        .block(Block::bordered().title(" cgroups (daemon --cgroup) "))
 }
 
 /// One process's row.

@@ -6,6 +6,7 @@
 //! (`/proc/PID/cgroup`); a managed process in none of them (selected by `--pid` or `--comm`,
 //! or a child that moved elsewhere) counts for none.
 
+use crate::top::model::CgroupView;
 use rondpoint_engine::EpochReport;
 use rondpoint_linux::procfs::ProcRoot;
 use rondpoint_model::Pid;
@@ -64,6 +65,21 @@ impl Cgroups {
 
     pub fn totals(&self) -> &[CgroupTotals] {
         &self.groups
+    }
+
+    /// The rows `rondpoint top` shows.
+    pub fn views(&self) -> Vec<CgroupView> {
+        self.groups
+            .iter()
+            .map(|g| CgroupView {
+                cgroup: g.cgroup.clone(),
+                processes: g.processes,
+                pages_by_node: g.memory_bytes_by_node.iter().map(|b| b / 4096).collect(),
+                samples: g.samples_last_epoch,
+                actions_total: g.actions.clone(),
+                pages_placed: g.pages_placed,
+            })
+            .collect()
     }
 
     /// Takes in one epoch.

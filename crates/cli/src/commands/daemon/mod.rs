@@ -234,6 +234,7 @@ impl<'a> Sinks<'a> {
         self.cgroups.epoch(&r);
         self.state.update(&self.topology, &r, self.started);
         self.state.cgroups = self.cgroups.totals().to_vec();
+        self.state.top.cgroups = self.cgroups.views();
         self.log.epoch(&r);
         if let Some(m) = self.exported.as_mut() {
             m.epoch(&r);
