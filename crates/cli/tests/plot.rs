@@ -286,3 +286,36 @@ fn plot_replaces_its_own_chart_but_no_other_file() {
             .starts_with("<!-- rondpoint chart")
     );
 }
+
+#[test]
+fn a_multiprogrammed_workload_adds_each_program_s_slowdown() {
+    let (json, bytes) = sim_plot(
+        &[
+            "-m",
+            "r905-asymmetric",
+            "-w",
+            "examples/scenarios/oaas/pg-1.toml",
+            "-p",
+            "first-touch,oaas",
+        ],
+        "pg1.svg",
+    );
+    let svg = String::from_utf8(bytes).unwrap();
+    let t = texts(&svg);
+    assert!(
+        t.iter()
+            .any(|s| s.contains("slowdown of each program over its solo run")),
+        "{t:?}"
+    );
+    assert!(
+        t.iter().any(|s| s == "slowdown (%, lower is better)"),
+        "{t:?}"
+    );
+    // A group per program of the run, and the average.
+    let apps = json["runs"][0]["multiprogram"]["apps"].as_array().unwrap();
+    for a in apps {
+        let name = a["name"].as_str().unwrap();
+        assert!(t.iter().any(|s| s == name), "{name}: {t:?}");
+    }
+    assert!(t.iter().any(|s| s == "average"), "{t:?}");
+}

@@ -54,21 +54,47 @@ impl Bars {
         }
     }
 
+    /// The bottom of the y axis: 0, or a tenth below the lowest bar when one is negative (a
+    /// program faster than alone has a negative slowdown).
+    fn bottom(&self) -> f64 {
+        let low = self
+            .series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten())
+            .copied()
+            .fold(0.0, f64::min);
+        let high = self.top(400).max(1e-9);
+        if low < 0.0 {
+            low - 0.1 * (high - low)
+        } else {
+            0.0
+        }
+    }
+
     /// Draws the panel on `area`.
     pub fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()> {
         let n = self.groups.len().max(1) as f64;
+        let top = self.top(area.dim_in_pixel().1);
+        // Enough decimals that the axis's ticks differ (a link loaded 0.02% needs three), and
+        // powers of ten below a thousandth.
+        let decimals = 1.0 - (top - self.bottom()).max(1e-12).log10().floor();
+        let y_format = move |v: &f64| match decimals {
+            d if d > 4.0 => format!("{v:.1e}"),
+            d => format!("{v:.prec$}", prec = d.max(0.0) as usize),
+        };
         let mut chart = ChartBuilder::on(area)
             .caption(&self.caption, (FONT, 20))
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(64)
-            .build_cartesian_2d(-0.5..n - 0.5, 0.0..self.top(area.dim_in_pixel().1))
+            .build_cartesian_2d(-0.5..n - 0.5, self.bottom()..top)
             .map_err(err)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
             .light_line_style(WHITE)
             .x_labels(0)
+            .y_label_formatter(&y_format)
             .y_desc(self.y_label.as_str())
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))

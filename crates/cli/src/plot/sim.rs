@@ -19,6 +19,9 @@ pub struct SimFigure {
     /// With a single workload: memory-controller load, and link load where the machine has
     /// links.
     traffic: Option<(Bars, Option<Bars>)>,
+    /// With a single multiprogrammed workload: each program's slowdown over its solo run, per
+    /// policy (\[Majo11\] Figure 7, \[Gaud10\] Figure 5, \[Choe21\] Figure 4 style).
+    slowdown: Option<Bars>,
 }
 
 /// A series: its name and its value in each group.
@@ -76,7 +79,15 @@ impl SimFigure {
             [w] => Some(traffic(results, w, &over, &series)),
             _ => None,
         };
-        Ok(SimFigure { speedup, traffic })
+        let slowdown = match workloads.as_slice() {
+            [w] => slowdown(results, w, &over, &series),
+            _ => None,
+        };
+        Ok(SimFigure {
+            speedup,
+            traffic,
+            slowdown,
+        })
     }
 }
 
@@ -131,7 +142,55 @@ fn traffic(
         }),
         reference: None,
     });
-    (mc, link)
+    // Links no run loaded measurably (rounding in the model's solver leaves loads of 1e-14%)
+    // get no panel: bars of noise would say there was traffic.
+    let measurable = |b: &Bars| {
+        b.series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten())
+            .any(|v| *v >= MEASURABLE_PCT)
+    };
+    (mc, link.filter(measurable))
+}
+
+/// The least load (% of bandwidth) a chart draws as traffic.
+const MEASURABLE_PCT: f64 = 1e-3;
+
+/// Each program's slowdown over its solo run, one group per program and the average, when
+/// the runs are multiprogrammed.
+fn slowdown(
+    results: &[RunResult],
+    workload: &str,
+    over: &str,
+    series: &dyn Fn(&Values<'_>) -> Vec<Series>,
+) -> Option<Bars> {
+    let programs = distinct(
+        results
+            .iter()
+            .filter_map(|r| r.multiprogram.as_ref())
+            .flat_map(|m| m.apps.iter().map(|a| a.name.as_str())),
+    );
+    if programs.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<String> = programs.iter().map(|p| p.to_string()).collect();
+    groups.push("average".into());
+    Some(Bars {
+        caption: format!("{workload}: slowdown of each program over its solo run{over}"),
+        y_label: "slowdown (%, lower is better)".into(),
+        groups,
+        series: series(&|r| {
+            let Some(m) = &r.multiprogram else {
+                return vec![None; programs.len() + 1];
+            };
+            programs
+                .iter()
+                .map(|p| m.apps.iter().find(|a| a.name == *p).map(|a| a.slowdown_pct))
+                .chain(std::iter::once(Some(m.average_pct)))
+                .collect()
+        }),
+        reference: None,
+    })
 }
 
 /// The values `value` gives each run, averaged over the runs (the seeds) group by group; a
@@ -166,7 +225,7 @@ fn distinct<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
 
 impl Figure for SimFigure {
     fn size(&self) -> (u32, u32) {
-        let panels = if self.traffic.is_some() { 2 } else { 1 };
+        let panels = 1 + u32::from(self.traffic.is_some()) + u32::from(self.slowdown.is_some());
         (WIDTH, PANEL_HEIGHT * panels)
     }
 
@@ -175,8 +234,16 @@ impl Figure for SimFigure {
         let Some((mc, link)) = &self.traffic else {
             return self.speedup.draw(root);
         };
-        let (top, bottom) = root.split_vertically(PANEL_HEIGHT);
+        let (top, rest) = root.split_vertically(PANEL_HEIGHT);
         self.speedup.draw(&top)?;
+        let bottom = match &self.slowdown {
+            Some(slowdown) => {
+                let (middle, bottom) = rest.split_vertically(PANEL_HEIGHT);
+                slowdown.draw(&middle)?;
+                bottom
+            }
+            None => rest,
+        };
         match link {
             None => mc.draw(&bottom),
             Some(link) => {

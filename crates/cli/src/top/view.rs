@@ -52,7 +52,11 @@ fn draw_body(frame: &mut Frame<'_>, v: &ViewModel, ui: &UiState, area: Rect) {
     let shown = v.nodes.iter().filter(|n| ui.shows_node(n.node)).count();
     let high = u16::try_from(shown.max(v.links.len().min(8)) + 3).unwrap_or(u16::MAX);
     let groups = u16::try_from(v.cgroups.len()).unwrap_or(u16::MAX);
-    let groups = if groups == 0 { 0 } else { groups.saturating_add(3) };
+    let groups = if groups == 0 {
+        0
+    } else {
+        groups.saturating_add(3)
+    };
     let [machine, cgroup_area, procs] = Layout::vertical([
         Constraint::Length(high),
         Constraint::Length(groups),
