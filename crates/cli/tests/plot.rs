@@ -7,6 +7,7 @@
 mod common;
 
 use common::rondpoint;
+use common::svg_texts as texts;
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -39,17 +40,6 @@ fn rects(svg: &str) -> Vec<Rect> {
                 y: attr(tag, "y").unwrap().parse().unwrap(),
                 height: attr(tag, "height").unwrap().parse().unwrap(),
             }
-        })
-        .collect()
-}
-
-/// Every `<text>`'s content, in document order.
-fn texts(svg: &str) -> Vec<String> {
-    svg.split("<text")
-        .skip(1)
-        .map(|t| {
-            let body = &t[t.find('>').unwrap() + 1..];
-            body[..body.find("</text>").unwrap()].trim().to_string()
         })
         .collect()
 }

@@ -63,17 +63,6 @@ fn sim_top_shows_one_run() {
         .stderr(predicate::str::contains("--top"));
 }
 
-/// The characters of an SVG snapshot, one `<text>` per cell, in document order (row by row).
-fn snapshot_text(svg: &str) -> String {
-    svg.split("<text")
-        .skip(1)
-        .map(|t| {
-            let body = &t[t.find('>').unwrap() + 1..];
-            body[..body.find("</text>").unwrap()].trim().to_string()
-        })
-        .collect()
-}
-
 #[test]
 fn a_snapshot_pictures_the_screen_of_a_state_file_or_a_simulation() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,7 +74,7 @@ fn a_snapshot_pictures_the_screen_of_a_state_file_or_a_simulation() {
         .success();
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<!-- rondpoint chart -->"));
-    let cells = snapshot_text(&text);
+    let cells: String = common::svg_texts(&text).concat();
     for says in ["rondpoint", "top", "mgen", "node"] {
         assert!(cells.contains(says), "{says}: {cells}");
     }

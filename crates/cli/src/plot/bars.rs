@@ -21,6 +21,19 @@ pub const COLORS: [RGBColor; 10] = [
     RGBColor(0xba, 0xb0, 0xac),
 ];
 
+/// The top of a y axis starting at 0: the highest of `values` (finite ones), and room above it
+/// for a legend of `series` entries (about 18 pixels each) in a panel `height` pixels high.
+pub fn axis_top(values: impl Iterator<Item = f64>, series: usize, height: u32) -> f64 {
+    let high = values.filter(|v| v.is_finite()).fold(0.0, f64::max);
+    let plot = f64::from(height.saturating_sub(100).max(100));
+    let legend = (18.0 * series as f64 + 30.0) / plot;
+    if high > 0.0 {
+        high / (1.0 - legend.min(0.6))
+    } else {
+        1.0
+    }
+}
+
 /// One panel of grouped bars.
 #[derive(Debug)]
 pub struct Bars {
@@ -35,23 +48,14 @@ pub struct Bars {
 }
 
 impl Bars {
-    /// The top of the y axis: the highest bar or reference line, and room above it for the
-    /// legend (about 18 pixels a series) in a panel `height` pixels high.
+    /// The top of the y axis: the highest bar or reference line, and the legend's room.
     fn top(&self, height: u32) -> f64 {
-        let high = self
-            .series
-            .iter()
-            .flat_map(|(_, v)| v.iter().flatten())
-            .copied()
-            .chain(self.reference)
-            .fold(0.0, f64::max);
-        let plot = f64::from(height.saturating_sub(100).max(100));
-        let legend = (18.0 * self.series.len() as f64 + 30.0) / plot;
-        if high > 0.0 {
-            high / (1.0 - legend.min(0.6))
-        } else {
-            1.0
-        }
+        let values = self.series.iter().flat_map(|(_, v)| v.iter().flatten());
+        axis_top(
+            values.copied().chain(self.reference),
+            self.series.len(),
+            height,
+        )
     }
 
     /// The bottom of the y axis: 0, or a tenth below the lowest bar when one is negative (a

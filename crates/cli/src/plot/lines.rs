@@ -1,7 +1,7 @@
 //! A line chart on one drawing area: one line per series over a shared x axis (time), a legend
 //! naming the series.
 
-use super::bars::COLORS;
+use super::bars::{COLORS, axis_top};
 use super::{FONT, err};
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -20,23 +20,10 @@ pub struct Lines {
 }
 
 impl Lines {
-    /// The y range: from 0 to the highest point, with room above it for the legend (about 18
-    /// pixels a series) in a panel `height` pixels high.
+    /// The y range's top: the highest point, and the legend's room.
     fn y_top(&self, height: u32) -> f64 {
-        let high = self
-            .series
-            .iter()
-            .flat_map(|(_, v)| v.iter().flatten())
-            .copied()
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max);
-        let plot = f64::from(height.saturating_sub(100).max(100));
-        let legend = (18.0 * self.series.len() as f64 + 30.0) / plot;
-        if high > 0.0 {
-            high / (1.0 - legend.min(0.6))
-        } else {
-            1.0
-        }
+        let values = self.series.iter().flat_map(|(_, v)| v.iter().flatten());
+        axis_top(values.copied(), self.series.len(), height)
     }
 
     /// Draws the panel on `area`.

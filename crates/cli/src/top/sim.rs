@@ -17,16 +17,13 @@ use std::time::{Duration, Instant};
 /// for `pace` of wall time (longer while paused).
 pub fn run(plan: &Plan, scenario: &Scenario, policy: &str, pace: Duration) -> Result<ExitCode> {
     screen::require_terminal("rondpoint sim --json, or sim without --top")?;
-    let quiet = Progress {
-        on: false,
-        live: false,
-        started: Arc::default(),
-        total: 1,
-    };
-    let (mut machine, mut built, engine) = plan.one_run(scenario, policy, &quiet)?;
-    let topology = machine.topology().clone();
-    let source = format!("sim {} / {}", plan.spec.name, scenario.name);
-    let mut tracker = Tracker::new(&source, policy);
+    let Viewed {
+        mut machine,
+        mut built,
+        engine,
+        topology,
+        mut tracker,
+    } = viewed(plan, scenario, policy)?;
     let stop = Arc::new(AtomicBool::new(false));
     let engine = EngineConfig {
         stop: Some(StopSignal {
@@ -103,16 +100,13 @@ pub fn snapshot(
     policy: &str,
     output: crate::plot::Output,
 ) -> Result<ExitCode> {
-    let quiet = Progress {
-        on: false,
-        live: false,
-        started: Arc::default(),
-        total: 1,
-    };
-    let (mut machine, mut built, engine) = plan.one_run(scenario, policy, &quiet)?;
-    let topology = machine.topology().clone();
-    let source = format!("sim {} / {}", plan.spec.name, scenario.name);
-    let mut tracker = Tracker::new(&source, policy);
+    let Viewed {
+        mut machine,
+        mut built,
+        engine,
+        topology,
+        mut tracker,
+    } = viewed(plan, scenario, policy)?;
     rondpoint_engine::run(
         &mut machine,
         built.as_mut(),
@@ -126,4 +120,33 @@ pub fn snapshot(
         &Feed::Finished,
     )?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// One run of `plan` made ready to be viewed: its machine, policy and engine settings, and a
+/// tracker filling the view.
+struct Viewed {
+    machine: rondpoint_sim::SimMachine,
+    built: Box<dyn rondpoint_policy_api::Policy>,
+    engine: EngineConfig,
+    topology: rondpoint_model::Topology,
+    tracker: Tracker,
+}
+
+fn viewed(plan: &Plan, scenario: &Scenario, policy: &str) -> Result<Viewed> {
+    let quiet = Progress {
+        on: false,
+        live: false,
+        started: Arc::default(),
+        total: 1,
+    };
+    let (machine, built, engine) = plan.one_run(scenario, policy, &quiet)?;
+    let topology = machine.topology().clone();
+    let source = format!("sim {} / {}", plan.spec.name, scenario.name);
+    Ok(Viewed {
+        machine,
+        built,
+        engine,
+        topology,
+        tracker: Tracker::new(&source, policy),
+    })
 }

@@ -28,3 +28,14 @@ pub fn stdout(args: &[&str]) -> String {
         .clone();
     String::from_utf8(out).unwrap()
 }
+
+/// Every `<text>`'s content of an SVG rondpoint drew, trimmed, in document order.
+pub fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .map(|t| {
+            let body = &t[t.find('>').unwrap() + 1..];
+            body[..body.find("</text>").unwrap()].trim().to_string()
+        })
+        .collect()
+}
