@@ -91,28 +91,43 @@ fn a_simulation_of_hours_is_refused_at_once_with_its_estimate() {
     assert_eq!(left.len(), 2, "{left:?}");
 }
 
+/// The number before `before` in `text` (`... 0.06 s of wall time per ...`).
+fn number_before(text: &str, before: &str) -> f64 {
+    let head = &text[..text.find(before).unwrap()];
+    let word = head.split_whitespace().last().unwrap();
+    word.parse().unwrap()
+}
+
 #[test]
 fn a_run_that_outlasts_its_budget_stops_with_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let m = machine(dir.path(), 16, 16);
     let w = scan(dir.path(), 4e9);
-    // The simulator alone should take about 0.5 s (the estimate), Carrefour's sampling makes
-    // the run last about 8 s: a 2 s budget sits near their geometric mean, so that a machine
-    // three times faster or slower than the one measured still passes the estimate and
-    // outlasts the budget.
-    rondpoint(&[
-        "sim",
-        "-m",
-        m.to_str().unwrap(),
-        "-w",
-        w.to_str().unwrap(),
-        "-p",
-        "carrefour",
-        "--budget",
-        "2s",
-    ])
-    .timeout(Duration::from_secs(60))
-    .assert()
-    .code(1)
-    .stderr(predicate::str::contains("of wall time, the --budget (2 s)"));
+    let sim = |budget: &str| {
+        rondpoint(&[
+            "sim",
+            "-m",
+            m.to_str().unwrap(),
+            "-w",
+            w.to_str().unwrap(),
+            "-p",
+            "carrefour",
+            "--budget",
+            budget,
+        ])
+        .timeout(Duration::from_secs(120))
+        .assert()
+    };
+    // The estimate, as this machine runs now: refused at once under a budget of nothing.
+    let refused = sim("0.001s").code(2);
+    let said = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    let pace = number_before(&said, "s of wall time per simulated second");
+    let simulated = number_before(&said, "simulated s, which");
+    // The simulator alone should take pace x simulated (about 0.5 s here); Carrefour's
+    // sampling makes the run take about 15 times that. A budget of 4 times the estimate passes
+    // it and is spent before the run ends, on a machine as loaded as when it was measured.
+    let budget = (4.0 * pace.max(0.01) * simulated).max(0.5);
+    sim(&format!("{budget:.2}s"))
+        .code(1)
+        .stderr(predicate::str::contains("of wall time, the --budget ("));
 }
