@@ -48,6 +48,21 @@ pub struct KernelFacts {
     pub watermarks: bool,
 }
 
+/// The memory-controller (uncore) counters the live machine opened when it was probed, which
+/// make per-node DRAM traffic measured rather than estimated (machine/uncore.rs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum McCounters {
+    /// None planned here: no `uncore_imc_N` or `amd_umc_N` PMU with a catalogued event (most
+    /// machines, every VM), or not probed.
+    #[default]
+    Absent,
+    /// Opened; `partial` says why the traffic of some nodes is still estimated (`None`: every
+    /// node with memory is measured on its own).
+    Opened { partial: Option<String> },
+    /// Planned, but one did not open (the errno and why): the traffic is estimated as without.
+    Failed(String),
+}
+
 /// The facts the live machine's capabilities follow from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Probe {
@@ -72,6 +87,8 @@ pub struct Probe {
     pub launches: bool,
     /// The kernel's weighted-interleave weights by node, when it has weighted interleave.
     pub interleave_weights: Option<BTreeMap<u16, u8>>,
+    /// The memory-controller counters (set by the machine, which opens them, after [`Probe::run`]).
+    pub mc_counters: McCounters,
 }
 
 impl Probe {
@@ -110,6 +127,7 @@ impl Probe {
             watermarks: kernel.watermarks,
             launches,
             interleave_weights: interleave_weights(sysfs),
+            mc_counters: McCounters::Absent,
         }
     }
 
@@ -129,7 +147,7 @@ impl Probe {
         let mut c = Capabilities::none();
         c.set(Capability::ThreadCounters, self.thread_counters())
             .set(Capability::ThreadDram, from_samples())
-            .set(Capability::NodeTraffic, from_samples())
+            .set(Capability::NodeTraffic, self.node_traffic(from_samples()))
             .set(
                 Capability::LinkTraffic,
                 Support::Missing("no interconnect counters are read".into()),
@@ -165,6 +183,26 @@ impl Probe {
                 )),
             );
         c
+    }
+
+    /// Per-node traffic: measured where the memory-controller counters opened and cover every
+    /// node with memory on its own; else, in part or wholly, `from_samples`.
+    fn node_traffic(&self, from_samples: Support) -> Support {
+        match (&self.mc_counters, from_samples) {
+            (McCounters::Absent, estimate) => estimate,
+            (McCounters::Opened { partial: None }, _) => Support::Full,
+            (McCounters::Opened { partial: Some(why) }, _) => Support::Estimated(format!(
+                "counted by the memory controllers' uncore counters, in part estimated: {why}"
+            )),
+            (McCounters::Failed(why), Support::Estimated(_)) => Support::Estimated(format!(
+                "estimated from page-fault samples: the memory-controller counters did not \
+                 open ({why})"
+            )),
+            (McCounters::Failed(why), _) => Support::Missing(format!(
+                "the memory-controller counters did not open ({why}), and {}",
+                self.no_sampling().unwrap_or_default()
+            )),
+        }
     }
 
     fn thread_counters(&self) -> Support {
@@ -339,6 +377,7 @@ mod tests {
             watermarks: true,
             launches,
             interleave_weights: None,
+            mc_counters: McCounters::Absent,
         }
     }
 
@@ -477,6 +516,46 @@ mod tests {
         assert!(matches!(balancing(2), Support::Substituted(_)));
         assert!(!balancing(0).is_available());
         assert!(tiering_only(Some(2)) && !tiering_only(Some(3)) && !tiering_only(None));
+    }
+
+    #[test]
+    fn memory_controller_counters_make_node_traffic_measured_or_say_why_not() {
+        let traffic = |mc: McCounters, sampling: Result<(), Errno>| {
+            let p = Probe {
+                mc_counters: mc,
+                page_faults: sampling,
+                ..probe(Ok(()), 1, true)
+            };
+            p.capabilities().support(Capability::NodeTraffic)
+        };
+        let full = McCounters::Opened { partial: None };
+        assert_eq!(traffic(full, Err(Errno::EACCES)), Support::Full);
+        let snc = McCounters::Opened {
+            partial: Some("socket 0 holds node0, node1".into()),
+        };
+        assert!(matches!(traffic(snc, Ok(())), Support::Estimated(w) if w.contains("socket 0")));
+        let failed = || McCounters::Failed("perf_event_open of x on cpu0: EACCES".into());
+        let Support::Estimated(why) = traffic(failed(), Ok(())) else {
+            panic!();
+        };
+        assert!(
+            why.starts_with("estimated from page-fault samples") && why.contains("EACCES"),
+            "{why}"
+        );
+        let Support::Missing(why) = traffic(failed(), Err(Errno::EPERM)) else {
+            panic!();
+        };
+        assert!(
+            why.contains("did not open") && why.contains("EPERM"),
+            "{why}"
+        );
+        let Support::Estimated(why) = traffic(McCounters::Absent, Ok(())) else {
+            panic!();
+        };
+        assert!(
+            why.contains("no memory-controller counters are read"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl<S: Sys> LinuxMachine<S> {
         duration_ns: u64,
     ) -> Counters {
         let (mut nodes, per_thread) = self.tally(samples);
+        let counted_traffic = self.measure_node_traffic(&mut nodes);
         let (hw, counted) = self.read_counters();
         self.forget_gone_threads(threads_of);
         let mut threads = Vec::new();
@@ -145,10 +146,15 @@ impl<S: Sys> LinuxMachine<S> {
         // are measured; otherwise they are estimated (cycles) or missing.
         let all_counted =
             !self.managed.is_empty() && self.managed.iter().all(|p| counted.contains(p));
+        // With memory-controller counters, the node traffic is counted and only its split by
+        // source node (and what they do not cover) estimated, which the words say.
         let estimated: Vec<(CounterGroup, &str)> = ESTIMATED
             .iter()
             .filter(|(g, _)| !(all_counted && *g == CounterGroup::Cycles))
-            .copied()
+            .map(|&(g, how)| match (&counted_traffic, g) {
+                (Some(counted), CounterGroup::NodeDram) => (g, counted.as_str()),
+                _ => (g, how),
+            })
             .collect();
         let missing: Vec<(CounterGroup, &str)> = MISSING
             .iter()

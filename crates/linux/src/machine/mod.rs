@@ -5,16 +5,18 @@
 //! - per-page samples with the accessing CPU: the software page-fault event (first touches,
 //!   and NUMA hinting faults when kernel.numa_balancing is 1 or 3, or 2 on slower-tier memory),
 //!   which works without a PMU, as in most VMs (IBS and PEBS sampling are not wired in yet);
-//! - counters: without hardware counters, the DRAM traffic per node and per source node is
-//!   estimated from the samples (their accessing node and the page's node, found with a
-//!   move_pages query), and cycles from CPU time; the observation lists what was estimated.
+//! - counters: the DRAM traffic per node is counted by the memory controllers' uncore counters
+//!   where the machine has them (`uncore`); without, it is estimated from the samples (their
+//!   accessing node and the page's node, found with a move_pages query), as its split by
+//!   source node always is; without hardware counters, cycles are estimated from CPU time;
+//!   the observation lists what was estimated.
 //!
 //! Safety: only the processes it was asked to manage (and their descendants) are touched;
 //! actions on any other pid are refused. A managed program that exits is normal.
 //!
 //! Its parts: `select` (the managed set), `process` (what is read of each managed process),
 //! `sampler` (the perf events and their rings), `home` (where sampled pages are), `counters`
-//! (estimated counters and node memory), `room` (how much a node can take) and `stats` (the
+//! (estimated counters and node memory), `uncore` (memory-controller counters), `room` (how much a node can take) and `stats` (the
 //! run's report).
 
 mod counters;
@@ -29,6 +31,7 @@ mod select;
 mod stats;
 #[cfg(test)]
 mod tests;
+mod uncore;
 
 pub use sampler::PAGE_FAULT_FORMAT;
 use select::Launched;
@@ -190,6 +193,8 @@ pub struct LinuxMachine<S: Sys> {
     probe: Option<Probe>,
     /// Hardware counters of the managed processes, when the policy asks for them.
     hw: Option<hwcounters::HwCounters>,
+    /// The memory-controller counters, opened with the probe when the machine has them.
+    uncore: Option<uncore::Uncore>,
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: FxHashMap<(Pid, u64), NodeId>,
@@ -230,7 +235,9 @@ impl<S: Sys> LinuxMachine<S> {
                     slower_tier: self.slower_tier(),
                     watermarks: self.watermarks_known(),
                 };
-                Probe::run(&mut self.sys, &self.sysfs, kernel, self.launches)
+                let mut probe = Probe::run(&mut self.sys, &self.sysfs, kernel, self.launches);
+                probe.mc_counters = self.open_uncore();
+                probe
             }
         };
         self.probe.insert(probe)
@@ -256,6 +263,7 @@ impl<S: Sys> LinuxMachine<S> {
             launches,
             probe: None,
             hw: None,
+            uncore: None,
             config,
             topology,
             roots: Vec::new(),

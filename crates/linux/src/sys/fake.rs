@@ -265,7 +265,10 @@ impl Sys for FakeSys {
             pid,
             cpu,
         })?;
-        self.alive(pid)?;
+        // pid -1: everything on one CPU (uncore counters).
+        if pid.0 != -1 {
+            self.alive(pid)?;
+        }
         let fd = self.next_fd;
         self.next_fd += 1;
         Ok(PerfFd(fd))
