@@ -4,14 +4,15 @@
 //! can therefore do here.
 //!
 //! Today rondpoint reads generic hardware counters (instructions, cycles, LLC misses) through
-//! the core PMU and samples page faults through the software PMU. IBS, PEBS, SPE and the
-//! uncore PMUs are detected and reported, not used yet: the report says so rather than
-//! counting them as signals.
+//! the core PMU, samples page faults through the software PMU, and counts memory-controller
+//! traffic per node with the uncore memory-controller PMUs (`uncore_imc_N`, `amd_umc_N`) where
+//! their events are catalogued. IBS, PEBS, SPE, `amd_df` and the link PMUs are detected and
+//! reported, not used yet: the report says so rather than counting them as signals.
 
 use crate::format;
 use anyhow::{Context, Result};
 use clap::Args;
-use rondpoint_linux::capabilities::Probe;
+use rondpoint_linux::capabilities::{McCounters, Probe};
 use rondpoint_linux::pmu::access::Verdict;
 use rondpoint_linux::pmu::attrs::{self, CpuIdent};
 use rondpoint_linux::pmu::{self, Access, Pmu, PmuKind, Scope};
@@ -271,8 +272,31 @@ fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capa
         watermarks: proc.root().join("zoneinfo").exists(),
         launches: true,
         interleave_weights: None,
+        mc_counters: inferred_mc_counters(pmus, access),
     }
     .capabilities()
+}
+
+/// The memory-controller counters a machine with these PMUs would open (its CPU taken from
+/// the PMUs' own capabilities): not opened here, and its sockets' nodes unknown.
+fn inferred_mc_counters(pmus: &[Pmu], access: &Access) -> McCounters {
+    let planned = attrs::plan(pmus, None).attrs.iter().any(|a| {
+        matches!(
+            a.event.signal,
+            rondpoint_linux::pmu::events::Signal::McReads
+        )
+    });
+    match (planned, access.check(Scope::Cpu)) {
+        (false, _) => McCounters::Absent,
+        (true, Verdict::Refused(why)) => McCounters::Failed(format!("not permitted: {why}")),
+        (true, Verdict::Allowed(_)) => McCounters::Opened {
+            partial: Some(
+                "inferred from the PMUs, not opened: whether each node with memory has \
+                 counters of its own depends on its socket's nodes (rondpoint run checks)"
+                    .into(),
+            ),
+        },
+    }
 }
 
 fn pmu_row(p: &Pmu) -> PmuRow {
@@ -292,9 +316,13 @@ fn pmu_row(p: &Pmu) -> PmuRow {
             Use::DetectedNotUsed,
             "precise memory-access samples (page-fault samples stand in)".into(),
         ),
-        PmuKind::IntelImc | PmuKind::AmdUmc | PmuKind::AmdDf => (
+        PmuKind::IntelImc | PmuKind::AmdUmc => (
+            Use::Used,
+            "memory-controller traffic per node (where its CPU's events are catalogued)".into(),
+        ),
+        PmuKind::AmdDf => (
             Use::DetectedNotUsed,
-            "memory-controller traffic (estimated from samples instead)".into(),
+            "data-fabric traffic (no event catalogued)".into(),
         ),
         PmuKind::IntelUpi => (Use::DetectedNotUsed, "interconnect link traffic".into()),
         kind => (Use::NotUsed, kind.describe().into()),
@@ -360,15 +388,25 @@ fn signals(pmus: &[Pmu], access: &Access) -> Vec<SignalRow> {
         "page-fault samples stand in",
     ));
     let controllers = names(pmus, |p| {
-        matches!(p.kind, PmuKind::IntelImc | PmuKind::AmdUmc | PmuKind::AmdDf)
+        matches!(p.kind, PmuKind::IntelImc | PmuKind::AmdUmc)
     });
-    rows.push(planned_signal(
-        "node traffic",
-        controllers,
-        refused(Scope::Cpu),
-        "no memory-controller PMU (uncore_imc, amd_umc, amd_df)",
-        "estimated from page-fault samples",
-    ));
+    let fabric = names(pmus, |p| p.kind == PmuKind::AmdDf);
+    rows.push(if controllers.is_empty() && !fabric.is_empty() {
+        planned_signal(
+            "node traffic",
+            fabric,
+            refused(Scope::Cpu),
+            "",
+            "estimated from page-fault samples",
+        )
+    } else {
+        used_signal(
+            "node traffic",
+            controllers,
+            refused(Scope::Cpu),
+            "no memory-controller PMU (uncore_imc, amd_umc); estimated from page-fault samples",
+        )
+    });
     let links = names(pmus, |p| p.kind == PmuKind::IntelUpi);
     rows.push(planned_signal(
         "link traffic",
