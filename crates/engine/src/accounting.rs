@@ -47,7 +47,7 @@ impl TechniqueTotals {
 }
 
 /// What one policy (or lane of a composed policy) did over a run, and why
-/// ([`Policy::reasons`]): the end report's explanation.
+/// ([`Policy::reasons`](rondpoint_policy_api::Policy::reasons)): the end report's explanation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ReasonTotals {
     pub actions: u64,
@@ -73,11 +73,13 @@ pub struct Accounting {
     /// Whether a stop signal ended the run.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
-    /// What the policy said about itself at the end of the run ([`Policy::notes`]).
+    /// What the policy said about itself at the end of the run
+    /// ([`Policy::notes`](rondpoint_policy_api::Policy::notes)).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// Start decisions the machine could carry out only once its programs ran
-    /// ([`Machine::start_ready`]): when they were, or why they were not.
+    /// ([`Machine::start_ready`](crate::Machine::start_ready)): when they were, or why they
+    /// were not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deferred: Vec<String>,
     /// The actions by who decided them, with the last evidence each gave.
