@@ -381,6 +381,8 @@ away_share() {
 # where first touch put it. Every time, the program's data is intact afterwards.
 check_remote_placement() {
     balancing 0; thp never
+    # Node 1's free memory must not depend on the page cache earlier checks left there.
+    sync; echo 3 > /proc/sys/vm/drop_caches
     rondpoint-mgen hold --node 1 --mib 200 --secs 240 > /tmp/hold.out &
     holder=$!
     n=0; while ! grep -q holding /tmp/hold.out 2>/dev/null && [ $n -lt 100 ]; do sleep 0.2; n=$((n + 1)); done
