@@ -175,6 +175,8 @@ for vmlinuz in "${images[@]}"; do
     [ -n "$keep_dir" ] && save_recordings "$log" "$name"
     grep -a -E '^(ok|FAIL|skip) ' "$log" | sed "s/^/  [$name] /" >&2 || true
     grep -a -E '^bench ' "$log" | tr -d '\r' | sed "s/^/  [$name] /" >&2 || true
+    # Each check's time, on one line.
+    echo "  [$name] times: $(grep -a -E '^time ' "$log" | tr -d '\r' | awk '{printf "%s %s, ", $2, $3}')" >&2
     if echo "$result" | grep -q '^TESTBED: 0 passed, 0 failed' && [ "${CHECKS:-all}" != bench ]; then
         say "$name: no check ran (CHECKS=${CHECKS:-all}); guest log:"
         guest_log "$log" >&2
