@@ -63,6 +63,23 @@ pub enum McCounters {
     Failed(String),
 }
 
+/// What the machine's precise sampling is, for its capabilities.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PreciseSampling {
+    /// No IBS op or PEBS event planned here (why).
+    Absent(String),
+    /// Its events opened (a test open on one CPU when probed): what samples.
+    Available(String),
+    /// Planned, but the kernel refused an event (why).
+    Failed(String),
+}
+
+impl Default for PreciseSampling {
+    fn default() -> Self {
+        PreciseSampling::Absent("not probed".into())
+    }
+}
+
 /// The facts the live machine's capabilities follow from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Probe {
@@ -89,6 +106,8 @@ pub struct Probe {
     pub interleave_weights: Option<BTreeMap<u16, u8>>,
     /// The memory-controller counters (set by the machine, which opens them, after [`Probe::run`]).
     pub mc_counters: McCounters,
+    /// Precise access sampling (IBS op, PEBS; set by the machine after [`Probe::run`]).
+    pub precise: PreciseSampling,
 }
 
 impl Probe {
@@ -128,6 +147,7 @@ impl Probe {
             launches,
             interleave_weights: interleave_weights(sysfs),
             mc_counters: McCounters::Absent,
+            precise: PreciseSampling::default(),
         }
     }
 
@@ -140,9 +160,10 @@ impl Probe {
                 "no memory-controller counters are read, and the samples it would be estimated \
                  from cannot be taken: {why}"
             )),
-            None => Support::Estimated(
-                "estimated from page-fault samples: no memory-controller counters are read".into(),
-            ),
+            None => Support::Estimated(format!(
+                "estimated from {}: no memory-controller counters are read",
+                self.samples_kind()
+            )),
         };
         let mut c = Capabilities::none();
         c.set(Capability::ThreadCounters, self.thread_counters())
@@ -195,8 +216,8 @@ impl Probe {
                 "counted by the memory controllers' uncore counters, in part estimated: {why}"
             )),
             (McCounters::Failed(why), Support::Estimated(_)) => Support::Estimated(format!(
-                "estimated from page-fault samples: the memory-controller counters did not \
-                 open ({why})"
+                "estimated from {}: the memory-controller counters did not open ({why})",
+                self.samples_kind()
             )),
             (McCounters::Failed(why), _) => Support::Missing(format!(
                 "the memory-controller counters did not open ({why}), and {}",
@@ -212,6 +233,14 @@ impl Probe {
                 e.name()
             )),
             Ok(()) => Support::Full,
+        }
+    }
+
+    /// The samples traffic is estimated from: precise ones where they open, else page faults.
+    fn samples_kind(&self) -> &'static str {
+        match self.precise {
+            PreciseSampling::Available(_) => "precise (IBS/PEBS) samples",
+            _ => "page-fault samples",
         }
     }
 
@@ -231,14 +260,18 @@ impl Probe {
     }
 
     fn access_samples(&self) -> Support {
+        let precise = match &self.precise {
+            PreciseSampling::Available(_) => return Support::Full,
+            PreciseSampling::Absent(why) => format!("no precise sampling: {why}"),
+            PreciseSampling::Failed(why) => format!("precise sampling did not open: {why}"),
+        };
         match self.no_sampling() {
-            Some(why) => Support::Missing(why),
-            None => Support::Estimated(
+            Some(why) => Support::Missing(format!("{precise}; and {why}")),
+            None => Support::Estimated(format!(
                 "page-fault samples stand in for IBS/PEBS (first touches, and NUMA hinting \
                  faults when kernel.numa_balancing is 1 or 3, or 2 on slower-tier memory): \
-                 IBS/PEBS sampling is not wired yet"
-                    .into(),
-            ),
+                 {precise}"
+            )),
         }
     }
 
@@ -378,6 +411,7 @@ mod tests {
             launches,
             interleave_weights: None,
             mc_counters: McCounters::Absent,
+            precise: PreciseSampling::default(),
         }
     }
 

@@ -12,7 +12,8 @@
 use crate::format;
 use anyhow::{Context, Result};
 use clap::Args;
-use rondpoint_linux::capabilities::{McCounters, Probe};
+use rondpoint_linux::capabilities::{McCounters, PreciseSampling, Probe};
+use rondpoint_linux::machine::precise_events_of;
 use rondpoint_linux::pmu::access::Verdict;
 use rondpoint_linux::pmu::attrs::{self, CpuIdent};
 use rondpoint_linux::pmu::{self, Access, Pmu, PmuKind, Scope};
@@ -273,6 +274,7 @@ fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capa
         launches: true,
         interleave_weights: None,
         mc_counters: inferred_mc_counters(pmus, access),
+        precise: inferred_precise(pmus, access),
     }
     .capabilities()
 }
@@ -299,12 +301,25 @@ fn inferred_mc_counters(pmus: &[Pmu], access: &Access) -> McCounters {
     }
 }
 
+/// The precise sampling a machine with these PMUs would open (its CPU taken from the PMUs'
+/// own capabilities): not opened here.
+fn inferred_precise(pmus: &[Pmu], access: &Access) -> PreciseSampling {
+    match (
+        precise_events_of(&attrs::plan(pmus, None).attrs),
+        access.check(Scope::Cpu),
+    ) {
+        (Err(why), _) => PreciseSampling::Absent(why.to_string()),
+        (Ok(_), Verdict::Refused(why)) => PreciseSampling::Failed(format!("not permitted: {why}")),
+        (Ok(what), Verdict::Allowed(_)) => PreciseSampling::Available(what),
+    }
+}
+
 fn pmu_row(p: &Pmu) -> PmuRow {
     let (used, what) = match p.kind {
         PmuKind::Core => {
             let mut what = "instructions, cycles, LLC misses (generic hardware events)".to_string();
             if let Some(pebs) = pebs(p) {
-                let _ = write!(what, "; {pebs}: detected, not used yet");
+                let _ = write!(what, "; {pebs}, where its CPU's events are catalogued");
             }
             (Use::Used, what)
         }
@@ -312,9 +327,15 @@ fn pmu_row(p: &Pmu) -> PmuRow {
             Use::Used,
             "page-fault samples (the page-fault sampler)".into(),
         ),
-        PmuKind::IbsOp | PmuKind::Spe => (
+        PmuKind::IbsOp => (
+            Use::Used,
+            "precise memory-access samples (system-wide, one event per CPU)".into(),
+        ),
+        PmuKind::Spe => (
             Use::DetectedNotUsed,
-            "precise memory-access samples (page-fault samples stand in)".into(),
+            "precise memory-access samples (its AUX buffer is not read yet: page-fault samples \
+             stand in)"
+                .into(),
         ),
         PmuKind::IntelImc | PmuKind::AmdUmc => (
             Use::Used,
@@ -377,16 +398,26 @@ fn signals(pmus: &[Pmu], access: &Access) -> Vec<SignalRow> {
         refused(Scope::TaskKernel),
         "no software PMU: a kernel without perf events",
     ));
-    let precise = names(pmus, |p| {
-        matches!(p.kind, PmuKind::IbsOp | PmuKind::Spe) || pebs(p).is_some()
+    // IBS op and PEBS are sampled system-wide, one event per CPU (machine/precise.rs); SPE's
+    // AUX buffer is not read yet.
+    let precise = names(pmus, |p| p.kind == PmuKind::IbsOp || pebs(p).is_some());
+    let spe = names(pmus, |p| p.kind == PmuKind::Spe);
+    rows.push(if precise.is_empty() && !spe.is_empty() {
+        planned_signal(
+            "precise access samples",
+            spe,
+            refused(Scope::Cpu),
+            "",
+            "rondpoint does not read SPE's AUX buffer yet; page-fault samples stand in",
+        )
+    } else {
+        used_signal(
+            "precise access samples",
+            precise,
+            refused(Scope::Cpu),
+            "no IBS, PEBS or SPE; page-fault samples stand in",
+        )
     });
-    rows.push(planned_signal(
-        "precise access samples",
-        precise,
-        refused(Scope::TaskKernel),
-        "no IBS, PEBS or SPE",
-        "page-fault samples stand in",
-    ));
     let controllers = names(pmus, |p| {
         matches!(p.kind, PmuKind::IntelImc | PmuKind::AmdUmc)
     });

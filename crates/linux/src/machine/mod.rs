@@ -24,6 +24,7 @@ mod home;
 mod hwcounters;
 mod locks;
 mod moves;
+mod precise;
 mod process;
 mod room;
 mod sampler;
@@ -33,6 +34,7 @@ mod stats;
 mod tests;
 mod uncore;
 
+pub use precise::precise_events_of;
 pub use sampler::PAGE_FAULT_FORMAT;
 use select::Launched;
 pub use select::Selection;
@@ -182,6 +184,8 @@ pub struct LinuxMachine<S: Sys> {
     exit: Option<ExitStatus>,
     sampling: SamplingRequest,
     sampler: Option<Sampler>,
+    /// The precise (IBS, PEBS) sampler, where the machine has one and the policy samples.
+    precise: precise::PreciseState,
     signals: Signals,
     stats: LiveStats,
     thp: HashMap<Pid, Vec<ThpMapping>>,
@@ -237,6 +241,7 @@ impl<S: Sys> LinuxMachine<S> {
                 };
                 let mut probe = Probe::run(&mut self.sys, &self.sysfs, kernel, self.launches);
                 probe.mc_counters = self.open_uncore();
+                probe.precise = self.probe_precise();
                 probe
             }
         };
@@ -275,6 +280,7 @@ impl<S: Sys> LinuxMachine<S> {
             exit: None,
             sampling: SamplingRequest::NONE,
             sampler: None,
+            precise: precise::PreciseState::default(),
             signals: Signals {
                 numa_balancing,
                 ..Signals::default()

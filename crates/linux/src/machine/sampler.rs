@@ -251,7 +251,11 @@ impl Sampler {
 impl<S: Sys> LinuxMachine<S> {
     /// Opens the page-fault sampler on managed processes that do not have one yet.
     pub(super) fn attach_sampler(&mut self) {
-        let wants = self.sampling.period_cycles.is_some() || self.sampling.hinting.is_some();
+        // Access samples come from the precise sampler where it opens; page faults stand in
+        // for them elsewhere, and give the hinting faults a policy asks for everywhere.
+        let precise = self.attach_precise();
+        let wants =
+            (self.sampling.period_cycles.is_some() && !precise) || self.sampling.hinting.is_some();
         if !wants {
             if let Some(mut s) = self.sampler.take() {
                 s.close_processes(&mut self.sys, |_| true);
@@ -388,6 +392,31 @@ impl<S: Sys> LinuxMachine<S> {
 
     /// Drains the rings and turns records into samples.
     pub(super) fn collect_samples(&mut self) -> Vec<Sample> {
+        let mut out = self.precise_samples();
+        let (precise_lost, precise_throttled) = self.precise_losses();
+        self.stats.lost_samples = precise_lost;
+        self.stats.sampler_throttled = precise_throttled;
+        out.extend(self.page_fault_samples());
+        self.fill_home_nodes(&mut out);
+        // With memory tiering alone, the kernel's scan makes hinting faults only on
+        // slower-tier pages: a fault on one of those is taken for a hinting fault (the event
+        // does not tell it from the first touch of a page allocated there), any other for a
+        // first touch.
+        if capabilities::tiering_only(self.signals.numa_balancing) {
+            let slower = self.slower_tier();
+            for s in &mut out {
+                if s.source == SampleSource::PageFault
+                    && s.home_node.is_some_and(|h| slower.contains(&h))
+                {
+                    s.source = SampleSource::HintingFault;
+                }
+            }
+        }
+        out
+    }
+
+    /// Drains the page-fault sampler's rings into samples (without their page's node).
+    fn page_fault_samples(&mut self) -> Vec<Sample> {
         let Some(sampler) = self.sampler.as_mut() else {
             return Vec::new();
         };
@@ -405,26 +434,11 @@ impl<S: Sys> LinuxMachine<S> {
         sampler.close_processes(&mut self.sys, |p| {
             !self.managed.contains(p) || unreadable.iter().any(|(q, _)| q == p)
         });
-        self.stats.lost_samples = sampler.lost;
-        self.stats.sampler_throttled = sampler.throttled;
-        let mut out: Vec<Sample> = raw
-            .into_iter()
+        self.stats.lost_samples += sampler.lost;
+        self.stats.sampler_throttled += sampler.throttled;
+        raw.into_iter()
             .filter_map(|(root, s)| self.sample_of(root, &s))
-            .collect();
-        self.fill_home_nodes(&mut out);
-        // With memory tiering alone, the kernel's scan makes hinting faults only on
-        // slower-tier pages: a fault on one of those is taken for a hinting fault (the event
-        // does not tell it from the first touch of a page allocated there), any other for a
-        // first touch.
-        if capabilities::tiering_only(self.signals.numa_balancing) {
-            let slower = self.slower_tier();
-            for s in &mut out {
-                if s.home_node.is_some_and(|h| slower.contains(&h)) {
-                    s.source = SampleSource::HintingFault;
-                }
-            }
-        }
-        out
+            .collect()
     }
 
     /// A page-fault record of a process `root` sampled, as a sample (without its page's node);

@@ -162,6 +162,9 @@ pub fn families(pmus: &[Pmu], cpu: Option<&CpuIdent>) -> Vec<Family> {
     if zen4 {
         out.push(Family::AmdZen4);
     }
+    if has(PmuKind::IbsOp) {
+        out.push(Family::AmdIbs);
+    }
     if has(PmuKind::Spe) {
         out.push(Family::ArmSpe);
     }
@@ -496,7 +499,10 @@ mod tests {
         let pmus = fixture("zen4-genoa");
         let plan = plan(&pmus, Some(&cpuid("zen4-genoa")));
         assert_eq!(plan, super::plan(&pmus, None), "the PMUs say Zen 4 too");
-        assert_eq!(plan.families, [Family::AnyCore, Family::AmdZen4]);
+        assert_eq!(
+            plan.families,
+            [Family::AnyCore, Family::AmdZen4, Family::AmdIbs]
+        );
         let all = Signal::ALL;
         assert_eq!(signals(&plan), [&all[..7], &all[8..9]].concat());
         assert_eq!(plan.attrs.len(), 3 + 2 + 12 * 2 + 1);

@@ -89,6 +89,8 @@ pub enum Family {
     IntelSapphireRapids,
     /// AMD Zen 4 and Zen 5 (family 0x19 models 0x10-0x1F and 0x60-0xFF; family 0x1A).
     AmdZen4,
+    /// Any AMD CPU with an IBS op PMU (`ibs_op`: Family 10h and later, every Zen).
+    AmdIbs,
     /// Any Arm CPU with the Statistical Profiling Extension.
     ArmSpe,
 }
@@ -255,7 +257,7 @@ pub const CATALOGUE: &[CatalogueEvent] = &[
     CatalogueEvent {
         signal: Signal::PreciseLoads,
         name: "ibs-op",
-        family: Family::AmdZen4,
+        family: Family::AmdIbs,
         pmu: PmuKind::IbsOp,
         encoding: Encoding::Terms("cnt_ctl=1"),
         perf_name: None,

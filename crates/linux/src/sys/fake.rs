@@ -51,6 +51,16 @@ pub enum Call {
         pid: Pid,
         cpu: i32,
     },
+    PerfOpenMember {
+        attr: PerfAttr,
+        pid: Pid,
+        cpu: i32,
+        leader: PerfFd,
+    },
+    PerfSetPeriod {
+        fd: PerfFd,
+        period: u64,
+    },
     PerfRead {
         fd: PerfFd,
     },
@@ -74,6 +84,8 @@ impl Call {
             Call::TryWait { .. } => "try_wait",
             Call::Kill { .. } => "kill",
             Call::PerfOpen { .. } => "perf_open",
+            Call::PerfOpenMember { .. } => "perf_open_member",
+            Call::PerfSetPeriod { .. } => "perf_set_period",
             Call::PerfRead { .. } => "perf_read",
             Call::PerfDrain { .. } => "perf_drain",
             Call::PerfClose { .. } => "perf_close",
@@ -98,6 +110,8 @@ pub struct FakeSys {
     pub exited_tids: Vec<Tid>,
     /// Results of try_wait per pid, in order (then `None` forever).
     pub exits: HashMap<i32, VecDeque<ExitStatus>>,
+    /// perf_open of any event of these PMU types (`attr.kind`) fails with this errno.
+    pub perf_refused: HashMap<u32, Errno>,
     /// Bytes the next drain of each ring returns.
     pub ring_bytes: HashMap<i32, Vec<u8>>,
     /// What each counter reads now, per fd (tests move them between epochs).
@@ -265,6 +279,9 @@ impl Sys for FakeSys {
             pid,
             cpu,
         })?;
+        if let Some(&e) = self.perf_refused.get(&attr.kind) {
+            return Err(e);
+        }
         // pid -1: everything on one CPU (uncore counters).
         if pid.0 != -1 {
             self.alive(pid)?;
@@ -272,6 +289,31 @@ impl Sys for FakeSys {
         let fd = self.next_fd;
         self.next_fd += 1;
         Ok(PerfFd(fd))
+    }
+
+    fn perf_open_member(
+        &mut self,
+        attr: &PerfAttr,
+        pid: Pid,
+        cpu: i32,
+        leader: PerfFd,
+    ) -> Result<PerfFd, Errno> {
+        self.check(Call::PerfOpenMember {
+            attr: attr.clone(),
+            pid,
+            cpu,
+            leader,
+        })?;
+        if pid.0 != -1 {
+            self.alive(pid)?;
+        }
+        let fd = self.next_fd;
+        self.next_fd += 1;
+        Ok(PerfFd(fd))
+    }
+
+    fn perf_set_period(&mut self, fd: PerfFd, period: u64) -> Result<(), Errno> {
+        self.check(Call::PerfSetPeriod { fd, period })
     }
 
     fn perf_read(&mut self, fd: PerfFd) -> Result<PerfReading, Errno> {

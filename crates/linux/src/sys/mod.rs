@@ -327,6 +327,20 @@ pub trait Sys {
     /// to map the ring of an inherited event that follows the task across CPUs (perf_mmap).
     fn perf_open(&mut self, attr: &PerfAttr, pid: Pid, cpu: i32) -> Result<PerfFd, Errno>;
 
+    /// perf_event_open(2) as [`Sys::perf_open`], into the group `leader` leads (opened on the
+    /// same task and CPU): the event is scheduled onto the PMU with its leader, as some
+    /// events need (Sapphire Rapids' load-latency event needs `mem-loads-aux` as its leader).
+    fn perf_open_member(
+        &mut self,
+        attr: &PerfAttr,
+        pid: Pid,
+        cpu: i32,
+        leader: PerfFd,
+    ) -> Result<PerfFd, Errno>;
+
+    /// Sets a sampling event's period from its next sample on (ioctl PERF_EVENT_IOC_PERIOD).
+    fn perf_set_period(&mut self, fd: PerfFd, period: u64) -> Result<(), Errno>;
+
     /// Reads a counter: its value and how long it was enabled and running (every event is
     /// opened with PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING, so that a
     /// counter the kernel multiplexed can be scaled).

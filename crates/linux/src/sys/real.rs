@@ -44,6 +44,82 @@ impl RealSys {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// perf_event_open(2) of `attr` on `pid` and `cpu` in the group of `group_fd` (-1: its
+    /// own group), its ring mapped when it has one, enabled.
+    fn open_event(
+        &mut self,
+        attr: &PerfAttr,
+        pid: Pid,
+        cpu: i32,
+        group_fd: i32,
+    ) -> Result<PerfFd, Errno> {
+        let k = attr.kernel(page_size() as u64);
+        let mut a = perf::bindings::perf_event_attr {
+            type_: k.kind,
+            size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
+            config: k.config,
+            sample_type: k.sample_type,
+            read_format: k.read_format,
+            ..Default::default()
+        };
+        a.__bindgen_anon_1.sample_period = k.sample_period;
+        a.__bindgen_anon_3.config1 = k.config1;
+        a.__bindgen_anon_4.config2 = k.config2;
+        a.set_disabled(u64::from(k.disabled));
+        a.set_inherit(u64::from(k.inherit));
+        a.set_exclude_kernel(u64::from(k.exclude_kernel));
+        a.set_exclude_hv(u64::from(k.exclude_hv));
+        a.set_precise_ip(u64::from(k.precise_ip));
+        a.set_watermark(u64::from(k.watermark));
+        a.__bindgen_anon_2.wakeup_watermark = k.wakeup_watermark;
+        // SAFETY: `a` is a fully initialised perf_event_attr whose `size` is its own size; the
+        // kernel only reads it. group_fd -1 opens a group leader (else it names an open
+        // leader); cpu -1 follows the task.
+        let fd = unsafe {
+            perf::perf_event_open(
+                &mut a,
+                pid.0,
+                cpu,
+                group_fd,
+                perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+            )
+        };
+        if fd < 0 {
+            return Err(errno());
+        }
+        if attr.ring_pages > 0 {
+            let page = page_size();
+            let len = (attr.ring_pages + 1) * page;
+            // SAFETY: mapping a perf fd with a length of 1 + 2^n pages is the documented way to
+            // get its ring buffer; we keep the mapping until perf_close unmaps it.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                let e = errno();
+                // SAFETY: `fd` is ours and open.
+                unsafe { libc::close(fd) };
+                return Err(e);
+            }
+            self.rings.insert(fd, Ring { base, len, page });
+        }
+        // SAFETY: ENABLE takes no pointer argument; `fd` is an open perf event.
+        let r = unsafe { perf::ioctls::ENABLE(fd, 0) };
+        if r < 0 {
+            let e = errno();
+            self.perf_close(PerfFd(fd));
+            return Err(e);
+        }
+        Ok(PerfFd(fd))
+    }
 }
 
 impl Drop for RealSys {
@@ -293,70 +369,28 @@ impl Sys for RealSys {
     }
 
     fn perf_open(&mut self, attr: &PerfAttr, pid: Pid, cpu: i32) -> Result<PerfFd, Errno> {
-        let k = attr.kernel(page_size() as u64);
-        let mut a = perf::bindings::perf_event_attr {
-            type_: k.kind,
-            size: std::mem::size_of::<perf::bindings::perf_event_attr>() as u32,
-            config: k.config,
-            sample_type: k.sample_type,
-            read_format: k.read_format,
-            ..Default::default()
-        };
-        a.__bindgen_anon_1.sample_period = k.sample_period;
-        a.__bindgen_anon_3.config1 = k.config1;
-        a.__bindgen_anon_4.config2 = k.config2;
-        a.set_disabled(u64::from(k.disabled));
-        a.set_inherit(u64::from(k.inherit));
-        a.set_exclude_kernel(u64::from(k.exclude_kernel));
-        a.set_exclude_hv(u64::from(k.exclude_hv));
-        a.set_precise_ip(u64::from(k.precise_ip));
-        a.set_watermark(u64::from(k.watermark));
-        a.__bindgen_anon_2.wakeup_watermark = k.wakeup_watermark;
-        // SAFETY: `a` is a fully initialised perf_event_attr whose `size` is its own size; the
-        // kernel only reads it. group_fd -1 opens a group leader; cpu -1 follows the task.
-        let fd = unsafe {
-            perf::perf_event_open(
-                &mut a,
-                pid.0,
-                cpu,
-                -1,
-                perf::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
-            )
-        };
-        if fd < 0 {
-            return Err(errno());
-        }
-        if attr.ring_pages > 0 {
-            let page = page_size();
-            let len = (attr.ring_pages + 1) * page;
-            // SAFETY: mapping a perf fd with a length of 1 + 2^n pages is the documented way to
-            // get its ring buffer; we keep the mapping until perf_close unmaps it.
-            let base = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fd,
-                    0,
-                )
-            };
-            if base == libc::MAP_FAILED {
-                let e = errno();
-                // SAFETY: `fd` is ours and open.
-                unsafe { libc::close(fd) };
-                return Err(e);
-            }
-            self.rings.insert(fd, Ring { base, len, page });
-        }
-        // SAFETY: ENABLE takes no pointer argument; `fd` is an open perf event.
-        let r = unsafe { perf::ioctls::ENABLE(fd, 0) };
-        if r < 0 {
-            let e = errno();
-            self.perf_close(PerfFd(fd));
-            return Err(e);
-        }
-        Ok(PerfFd(fd))
+        self.open_event(attr, pid, cpu, -1)
+    }
+
+    fn perf_open_member(
+        &mut self,
+        attr: &PerfAttr,
+        pid: Pid,
+        cpu: i32,
+        leader: PerfFd,
+    ) -> Result<PerfFd, Errno> {
+        self.open_event(attr, pid, cpu, leader.0)
+    }
+
+    fn perf_set_period(&mut self, fd: PerfFd, period: u64) -> Result<(), Errno> {
+        // The kernel reads the new period through a pointer (perf_ioctl: copy_from_user of a
+        // u64 from `arg`), although the crate types the argument as a u64: the pointer's
+        // address is passed as that u64.
+        let arg = std::ptr::addr_of!(period) as u64;
+        // SAFETY: PERF_EVENT_IOC_PERIOD reads one u64 at `arg`, which points at `period`, alive
+        // across the call; `fd` is an open perf event.
+        let r = unsafe { perf::ioctls::PERIOD(fd.0, arg) };
+        if r < 0 { Err(errno()) } else { Ok(()) }
     }
 
     fn perf_read(&mut self, fd: PerfFd) -> Result<PerfReading, Errno> {
@@ -595,8 +629,13 @@ mod tests {
             Err(e) if e == Errno::EACCES || e == Errno::EPERM => return,
             Err(e) => panic!("{e}"),
         };
-        let v: Vec<u8> = vec![1; 64 * 4096]; // touch 64 fresh pages
-        assert_eq!(v.iter().map(|&b| u64::from(b)).sum::<u64>(), 64 * 4096);
+        // Fresh pages to touch: 40 MiB is above glibc's largest dynamic mmap threshold
+        // (32 MiB), so the buffer is a new mapping, not heap pages another test faulted in.
+        let v: Vec<u8> = vec![1; 40 << 20];
+        assert_eq!(
+            v.iter().step_by(4096).map(|&b| u64::from(b)).sum::<u64>(),
+            10 * 1024
+        );
         let mut bytes = Vec::new();
         sys.perf_drain(fd, &mut bytes).unwrap();
         sys.perf_close(fd);
