@@ -171,3 +171,30 @@ fn an_unreadable_tree_is_the_users_error() {
         .code(2)
         .stderr(predicate::str::contains("perf_event_paranoid"));
 }
+
+#[test]
+fn the_self_check_without_perf_says_what_to_install() {
+    // An empty PATH: no perf. (Its runs against perf are in scripts/perf-equivalence, which
+    // installs perf: on page faults here, and on the hardware counters where there is a PMU.)
+    let empty = tempfile::tempdir().unwrap();
+    rondpoint(&["doctor", "--self-check"])
+        .env("PATH", empty.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("perf is not installed"));
+}
+
+#[test]
+fn the_self_check_workload_waits_for_its_start_then_walks() {
+    rondpoint(&["doctor", "--self-check-workload", "4"])
+        .write_stdin("g")
+        .assert()
+        .success()
+        .stdout("ready\n");
+    // Without the start byte it fails, saying what it waited for.
+    rondpoint(&["doctor", "--self-check-workload", "4"])
+        .write_stdin("")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("waiting for the self-check"));
+}

@@ -48,6 +48,18 @@ pub struct DoctorArgs {
     /// signals left without one (the input of scripts/perf-equivalence).
     #[arg(long, hide = true)]
     attrs: bool,
+    /// Compare rondpoint's hardware counters (instructions, cycles, LLC misses, as its
+    /// policies read them) with perf stat's on a memory walk on this machine: each must agree
+    /// within its tolerance (exit status 1 if one does not). Needs a PMU and perf.
+    #[arg(long, conflicts_with = "attrs")]
+    self_check: bool,
+    /// The self-check's workload: wait for a byte on standard input, touch MIB MiB, walk.
+    #[arg(long, hide = true, value_name = "MIB")]
+    self_check_workload: Option<usize>,
+    /// With --self-check: compare page-fault counts instead of hardware counters (the
+    /// self-check's own test, on machines without a PMU).
+    #[arg(long, hide = true, requires = "self_check")]
+    self_check_software: bool,
     /// With --attrs: the CPU as perf's PERF_CPUID names it (GenuineIntel-6-8F-8) instead of
     /// the first processor of PROC/cpuinfo.
     #[arg(long, hide = true, value_name = "CPUID", requires = "attrs")]
@@ -145,6 +157,12 @@ struct Report {
 }
 
 pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
+    if let Some(mib) = args.self_check_workload {
+        return super::selfcheck::workload(mib);
+    }
+    if args.self_check {
+        return super::selfcheck::run(args.json, args.self_check_software);
+    }
     if args.attrs {
         return print_attrs(args);
     }

@@ -10,6 +10,7 @@ pub mod migrate;
 pub mod record;
 pub mod report;
 pub mod run;
+pub mod selfcheck;
 pub mod shell;
 pub mod sim;
 pub mod topo;

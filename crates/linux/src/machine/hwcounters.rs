@@ -38,6 +38,17 @@ pub(super) fn counter_attr(config: u64) -> PerfAttr {
     }
 }
 
+/// The three counters as rondpoint opens them on a task, with perf's names for the same
+/// events counted in user space (`instructions:u`, `cycles:u`, `cache-misses:u`): what
+/// `rondpoint doctor --self-check` compares with perf stat.
+pub fn thread_counter_attrs() -> [(&'static str, PerfAttr); 3] {
+    [
+        ("instructions:u", counter_attr(PERF_COUNT_HW_INSTRUCTIONS)),
+        ("cycles:u", counter_attr(PERF_COUNT_HW_CPU_CYCLES)),
+        ("cache-misses:u", counter_attr(PERF_COUNT_HW_CACHE_MISSES)),
+    ]
+}
+
 /// One epoch's counts of one thread (with whatever it created since its counters opened).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Counts {

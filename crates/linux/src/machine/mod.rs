@@ -34,6 +34,7 @@ mod stats;
 mod tests;
 mod uncore;
 
+pub use hwcounters::thread_counter_attrs;
 pub use precise::precise_events_of;
 pub use sampler::PAGE_FAULT_FORMAT;
 use select::Launched;

@@ -251,6 +251,11 @@ impl PerfReading {
     /// The count between `earlier` and this reading, scaled up by the share of that time the
     /// counter was not running (perf's own estimate for a multiplexed counter); 0 when it
     /// never ran.
+    /// The count since the counter opened, scaled as [`PerfReading::scaled_since`] does.
+    pub fn scaled_total(&self) -> u64 {
+        self.scaled_since(&PerfReading::default())
+    }
+
     pub(crate) fn scaled_since(&self, earlier: &PerfReading) -> u64 {
         let value = self.value.saturating_sub(earlier.value);
         let enabled = self.enabled_ns.saturating_sub(earlier.enabled_ns);
