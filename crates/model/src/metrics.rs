@@ -137,15 +137,15 @@ pub fn global(obs: &Observation) -> GlobalMetrics {
         .map(|(i, n)| n.dram_accesses_by_source.get(i).copied().unwrap_or(0) as f64)
         .sum();
     let writes: f64 = nodes.iter().map(|n| n.dram_writes as f64).sum();
-    let mem_total: u64 = obs.memory.iter().map(|m| m.total_bytes).sum();
-    let mem_free: u64 = obs.memory.iter().map(|m| m.free_bytes).sum();
+    let mem_total: f64 = obs.memory.iter().map(|m| m.total_bytes as f64).sum();
+    let mem_free: f64 = obs.memory.iter().map(|m| m.free_bytes as f64).sum();
     GlobalMetrics {
         mc_imbalance_pct: imbalance_over(&served, &carrying_nodes(obs)),
         lar: if total > 0.0 { local / total } else { 1.0 },
         maptu: total / us,
         maptu_by_node: served.iter().map(|s| s / us).collect(),
-        free_fraction: if mem_total > 0 {
-            mem_free as f64 / mem_total as f64
+        free_fraction: if mem_total > 0.0 {
+            mem_free / mem_total
         } else {
             0.0
         },

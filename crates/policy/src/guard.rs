@@ -250,7 +250,7 @@ pub(crate) fn rates(obs: &Observation) -> FxHashMap<Pid, Option<f64>> {
             let busiest = ts.iter().map(|t| t.1).max().unwrap_or(0);
             let slowest = ts
                 .iter()
-                .filter(|t| busiest > 0 && t.1 * 2 >= busiest)
+                .filter(|t| busiest > 0 && t.1 >= busiest.div_ceil(2))
                 .map(|&(instr, cycles)| instr as f64 / cycles as f64)
                 .reduce(f64::min);
             (pid, slowest)
