@@ -85,8 +85,12 @@ pub struct Counters {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CounterGroup {
-    /// `nodes[].dram_accesses_by_source`, `dram_reads`, `dram_writes`.
+    /// `nodes[].dram_reads`, `dram_writes`: each node's DRAM traffic (and so the sum of its
+    /// `dram_accesses_by_source`).
     NodeDram,
+    /// `nodes[].dram_accesses_by_source`: which nodes' CPUs made each node's DRAM traffic
+    /// (estimated wherever memory controllers count only totals).
+    NodeDramBySource,
     /// `threads[].dram_accesses`, `dram_writes`.
     ThreadDram,
     /// `nodes[].cycles`, `threads[].cycles`.

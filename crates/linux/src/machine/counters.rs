@@ -11,10 +11,14 @@ use rondpoint_model::{
 use std::collections::BTreeMap;
 
 /// The counters estimated without hardware counters, and how.
-const ESTIMATED: [(CounterGroup, &str); 3] = [
+const ESTIMATED: [(CounterGroup, &str); 4] = [
     (
         CounterGroup::NodeDram,
         "DRAM traffic per node: sampled accesses, by page node and CPU node",
+    ),
+    (
+        CounterGroup::NodeDramBySource,
+        "DRAM traffic per node by source node: sampled accesses, by page node and CPU node",
     ),
     (
         CounterGroup::ThreadDram,
@@ -22,6 +26,11 @@ const ESTIMATED: [(CounterGroup, &str); 3] = [
     ),
     (CounterGroup::Cycles, "cycles: CPU time x nominal clock"),
 ];
+
+/// How the split by source is had when the memory controllers count the totals.
+const SPLIT_BY_SOURCE: &str = "DRAM traffic per node by source node: the counted totals split \
+                               in the proportions of the sampled accesses (memory controllers \
+                               count totals only)";
 
 /// What the live backend does not measure at all: instructions and LLC misses without hardware
 /// counters (capability thread-counters, and a policy that asks for them), interconnect
@@ -146,14 +155,16 @@ impl<S: Sys> LinuxMachine<S> {
         // are measured; otherwise they are estimated (cycles) or missing.
         let all_counted =
             !self.managed.is_empty() && self.managed.iter().all(|p| counted.contains(p));
-        // With memory-controller counters, the node traffic is counted and only its split by
-        // source node (and what they do not cover) estimated, which the words say.
+        // With memory-controller counters, the node traffic is counted (on every node, or in
+        // part, which the words say) and only its split by source node estimated.
         let estimated: Vec<(CounterGroup, &str)> = ESTIMATED
             .iter()
             .filter(|(g, _)| !(all_counted && *g == CounterGroup::Cycles))
-            .map(|&(g, how)| match (&counted_traffic, g) {
-                (Some(counted), CounterGroup::NodeDram) => (g, counted.as_str()),
-                _ => (g, how),
+            .filter_map(|&(g, how)| match (&counted_traffic, g) {
+                (Some((true, _)), CounterGroup::NodeDram) => None,
+                (Some((false, counted)), CounterGroup::NodeDram) => Some((g, counted.as_str())),
+                (Some(_), CounterGroup::NodeDramBySource) => Some((g, SPLIT_BY_SOURCE)),
+                _ => Some((g, how)),
             })
             .collect();
         let missing: Vec<(CounterGroup, &str)> = MISSING

@@ -139,6 +139,8 @@ impl Uncore {
             partial: None,
         };
         let mut problems = Vec::new();
+        // Sockets a counter of which did not open, with why.
+        let mut failed: std::collections::BTreeMap<u32, String> = Default::default();
         for a in planned {
             let cpus = pmus
                 .iter()
@@ -157,11 +159,21 @@ impl Uncore {
                     ));
                     continue;
                 };
+                if failed.contains_key(&package) {
+                    continue;
+                }
                 let fd = match sys.perf_open(&a.attr, Pid(-1), cpu.0 as i32) {
                     Ok(fd) => fd,
-                    Err(e) => {
+                    // No right to count system-wide: no counter will open.
+                    Err(e) if e == Errno::EACCES || e == Errno::EPERM => {
                         uncore.close(sys);
                         return Err(McCounters::Failed(open_error(a, cpu, e)));
+                    }
+                    // One unit refused (busy, or hidden): its socket's total would lack a
+                    // channel, so that socket is estimated and the others still counted.
+                    Err(e) => {
+                        failed.insert(package, open_error(a, cpu, e));
+                        continue;
                     }
                 };
                 let group = uncore.group_of(package, &node_package);
@@ -172,6 +184,10 @@ impl Uncore {
                     group,
                 });
             }
+        }
+        for (package, why) in &failed {
+            uncore.drop_package(sys, *package);
+            problems.push(format!("socket {package}: {why}: its nodes are estimated"));
         }
         if uncore.counters.is_empty() {
             return Err(McCounters::Failed(problems.join("; ")));
@@ -200,6 +216,10 @@ impl Uncore {
             has(false) && has(true)
         };
         for (g, group) in self.groups.iter().enumerate() {
+            if group.nodes.is_empty() {
+                // Dropped (its reason is among the problems), or serving no node with memory.
+                continue;
+            }
             if !complete(g) {
                 problems.push(format!(
                     "socket {} lacks a read or a write counter",
@@ -239,6 +259,21 @@ impl Uncore {
             }
         }
         (!problems.is_empty()).then(|| problems.join("; "))
+    }
+
+    /// Closes the counters of one socket, whose nodes are then estimated (a group without
+    /// counters covers nothing).
+    fn drop_package(&mut self, sys: &mut dyn Sys, package: u32) {
+        let Some(g) = self.groups.iter().position(|g| g.package == package) else {
+            return;
+        };
+        self.counters.retain(|c| {
+            if c.group == g {
+                sys.perf_close(c.fd);
+            }
+            c.group != g
+        });
+        self.groups[g].nodes.clear();
     }
 
     fn close(&mut self, sys: &mut dyn Sys) {
@@ -369,9 +404,12 @@ impl<S: Sys> super::LinuxMachine<S> {
     }
 
     /// Puts the epoch's counted memory-controller traffic into `nodes` (tallied from the
-    /// samples), and says how the node traffic was had; `None` without counters (the nodes
-    /// keep the samples' estimate).
-    pub(super) fn measure_node_traffic(&mut self, nodes: &mut [NodeCounters]) -> Option<String> {
+    /// samples), and says whether every node with memory was counted this epoch and how the
+    /// node traffic was had; `None` without counters (the nodes keep the samples' estimate).
+    pub(super) fn measure_node_traffic(
+        &mut self,
+        nodes: &mut [NodeCounters],
+    ) -> Option<(bool, String)> {
         let uncore = self.uncore.as_mut()?;
         let sampled: Vec<u64> = nodes.iter().map(NodeCounters::dram_accesses).collect();
         let measured = uncore.read(&mut self.sys, &sampled);
@@ -380,7 +418,7 @@ impl<S: Sys> super::LinuxMachine<S> {
         let mut how = format!(
             "DRAM traffic per node: read and write CAS commands counted by the memory \
              controllers' uncore counters ({BYTES_PER_CAS} bytes each, every process of the \
-             machine); split by source node in the proportions of the sampled accesses"
+             machine)"
         );
         if let Some(partial) = &uncore.partial {
             how.push_str("; ");
@@ -400,7 +438,7 @@ impl<S: Sys> super::LinuxMachine<S> {
                 unread.join(", ")
             ));
         }
-        Some(how)
+        Some((uncore.partial.is_none() && unread.is_empty(), how))
     }
 }
 

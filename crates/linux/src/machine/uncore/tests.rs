@@ -157,13 +157,15 @@ fn opens_each_unit_on_each_socket_s_cpu_and_measures_bytes_per_node() {
     for n in &counters.nodes {
         assert_eq!(n.dram_accesses(), n.dram_reads + n.dram_writes);
     }
+    // Every node counted: the totals are measured, only their split by source estimated.
+    assert!(!counters.is_estimated(CounterGroup::NodeDram));
     let how = &counters
         .estimated
         .iter()
-        .find(|e| e.group == CounterGroup::NodeDram)
+        .find(|e| e.group == CounterGroup::NodeDramBySource)
         .unwrap()
         .how;
-    assert!(how.contains("counted by the memory controllers"), "{how}");
+    assert!(how.contains("counted totals split"), "{how}");
     // Epoch 2: 300 more reads on socket 0 in the half of the epoch its counters ran
     // (multiplexed: scaled to 600); socket 1 idle.
     set(&mut m, &[(0, 1300, 200), (4, 500, 100)], 2_000, 1_500);
@@ -181,7 +183,18 @@ fn a_socket_of_two_nodes_shares_its_count_and_says_so() {
     };
     assert!(why.contains("socket 0 holds node0, node1"), "{why}");
     set(&mut m, &[(0, 1001, 0), (8, 10, 2)], 1_000, 1_000);
-    let (bytes, _) = node_bytes(&mut m);
+    let (bytes, counters) = node_bytes(&mut m);
+    // Each node's share of its socket's count is estimated, and said so.
+    let how = &counters
+        .estimated
+        .iter()
+        .find(|e| e.group == CounterGroup::NodeDram)
+        .unwrap()
+        .how;
+    assert!(
+        how.contains("counted by the memory controllers") && how.contains("socket 0 holds"),
+        "{how}"
+    );
     // No samples: shared evenly.
     assert_eq!(
         bytes,
@@ -230,6 +243,44 @@ fn a_counter_that_does_not_open_leaves_the_estimate_and_says_why() {
             .how
             .starts_with("DRAM traffic per node: sampled")
     );
+}
+
+#[test]
+fn a_unit_that_does_not_open_leaves_its_socket_estimated_and_the_others_counted() {
+    // Two sockets of one node each; the first counter (uncore_imc_0 on CPU 0, socket 0) is
+    // busy. Socket 0 is then estimated, socket 1 still counted.
+    let dir = sysfs("0,4", 8, 4);
+    let topo = TopologyBuilder::new(2).cores_per_llc(4).build().unwrap();
+    let mut sys = FakeSys::new();
+    sys.fail_next.push_back(("perf_open", Errno::EBUSY));
+    let sysfs = SysfsRoot::new(dir.path());
+    let Ok(mut uncore) = Uncore::open(&mut sys, &sysfs, None, &topo) else {
+        panic!("nothing opened");
+    };
+    let partial = uncore.partial.clone().unwrap();
+    assert!(
+        partial.contains(
+            "socket 0: perf_event_open of mc-reads/cas-count-read/uncore_imc_0 on cpu0: EBUSY"
+        ) && partial.contains("node0: no memory-controller counter covers it"),
+        "{partial}"
+    );
+    let cpus: Vec<i32> = sys
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::PerfOpen { cpu, .. } => Some(*cpu),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        cpus.len(),
+        1 + UNITS * 2,
+        "one refused, then socket 1's only"
+    );
+    assert!(cpus[1..].iter().all(|&c| c == 4), "{cpus:?}");
+    let measured = uncore.read(&mut sys, &[10, 10]);
+    assert_eq!(measured[0], None, "socket 0: estimated");
+    assert!(measured[1].is_some(), "socket 1: counted");
 }
 
 #[test]
