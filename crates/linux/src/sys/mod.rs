@@ -251,7 +251,8 @@ impl PerfReading {
     /// The count between `earlier` and this reading, scaled up by the share of that time the
     /// counter was not running (perf's own estimate for a multiplexed counter); 0 when it
     /// never ran.
-    /// The count since the counter opened, scaled as [`PerfReading::scaled_since`] does.
+    /// The count since the counter opened, scaled up by the share of that time it was not
+    /// running, as perf scales a multiplexed counter.
     pub fn scaled_total(&self) -> u64 {
         self.scaled_since(&PerfReading::default())
     }
