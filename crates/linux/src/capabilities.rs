@@ -108,6 +108,9 @@ pub struct Probe {
     pub mc_counters: McCounters,
     /// Precise access sampling (IBS op, PEBS; set by the machine after [`Probe::run`]).
     pub precise: PreciseSampling,
+    /// Why interconnect links are not measured (`None`: UPI counters opened; set by the
+    /// machine after [`Probe::run`]).
+    pub links: Option<String>,
 }
 
 impl Probe {
@@ -148,6 +151,7 @@ impl Probe {
             interleave_weights: interleave_weights(sysfs),
             mc_counters: McCounters::Absent,
             precise: PreciseSampling::default(),
+            links: Some("no interconnect counters are read".into()),
         }
     }
 
@@ -171,7 +175,10 @@ impl Probe {
             .set(Capability::NodeTraffic, self.node_traffic(from_samples()))
             .set(
                 Capability::LinkTraffic,
-                Support::Missing("no interconnect counters are read".into()),
+                match &self.links {
+                    None => Support::Full,
+                    Some(why) => Support::Missing(why.clone()),
+                },
             )
             .set(Capability::AccessSamples, self.access_samples())
             .set(Capability::FaultSamples, self.fault_samples())
@@ -412,6 +419,7 @@ mod tests {
             interleave_weights: None,
             mc_counters: McCounters::Absent,
             precise: PreciseSampling::default(),
+            links: Some("no interconnect counters are read".into()),
         }
     }
 

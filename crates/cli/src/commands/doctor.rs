@@ -293,6 +293,7 @@ fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capa
         interleave_weights: None,
         mc_counters: inferred_mc_counters(pmus, access),
         precise: inferred_precise(pmus, access),
+        links: Some(inferred_links(pmus)),
     }
     .capabilities()
 }
@@ -316,6 +317,22 @@ fn inferred_mc_counters(pmus: &[Pmu], access: &Access) -> McCounters {
                     .into(),
             ),
         },
+    }
+}
+
+/// Why links would not be measured on a machine with these PMUs: `run` and `daemon` count them
+/// with UPI counters on two sockets of one node each, which the PMUs alone do not say.
+fn inferred_links(pmus: &[Pmu]) -> String {
+    let planned = attrs::plan(pmus, None)
+        .attrs
+        .iter()
+        .any(|a| a.event.signal == rondpoint_linux::pmu::events::Signal::LinkTraffic);
+    if planned {
+        "inferred from the PMUs, not opened: run and daemon count the UPI links on two \
+         sockets of one node each (not with more sockets or sub-NUMA clustering)"
+            .into()
+    } else {
+        "no interconnect counters are read".into()
     }
 }
 
@@ -363,7 +380,10 @@ fn pmu_row(p: &Pmu) -> PmuRow {
             Use::DetectedNotUsed,
             "data-fabric traffic (no event catalogued)".into(),
         ),
-        PmuKind::IntelUpi => (Use::DetectedNotUsed, "interconnect link traffic".into()),
+        PmuKind::IntelUpi => (
+            Use::Used,
+            "interconnect link traffic (two sockets of one node each)".into(),
+        ),
         kind => (Use::NotUsed, kind.describe().into()),
     };
     PmuRow {
@@ -457,12 +477,11 @@ fn signals(pmus: &[Pmu], access: &Access) -> Vec<SignalRow> {
         )
     });
     let links = names(pmus, |p| p.kind == PmuKind::IntelUpi);
-    rows.push(planned_signal(
+    rows.push(used_signal(
         "link traffic",
         links,
         refused(Scope::Cpu),
-        "no interconnect PMU (uncore_upi)",
-        "not measured",
+        "no interconnect PMU (uncore_upi); not measured",
     ));
     rows
 }

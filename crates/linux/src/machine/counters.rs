@@ -34,7 +34,7 @@ const SPLIT_BY_SOURCE: &str = "DRAM traffic per node by source node: the counted
 
 /// What the live backend does not measure at all: instructions and LLC misses without hardware
 /// counters (capability thread-counters, and a policy that asks for them), interconnect
-/// traffic always (no uncore link events are read).
+/// traffic without UPI link counters (machine/upi.rs).
 const MISSING: [(CounterGroup, &str); 3] = [
     (CounterGroup::Instructions, "instructions"),
     (CounterGroup::LlcMisses, "LLC misses"),
@@ -110,6 +110,7 @@ impl<S: Sys> LinuxMachine<S> {
     ) -> Counters {
         let (mut nodes, per_thread) = self.tally(samples);
         let counted_traffic = self.measure_node_traffic(&mut nodes);
+        let links = self.measure_links();
         let (hw, counted) = self.read_counters();
         self.forget_gone_threads(threads_of);
         let mut threads = Vec::new();
@@ -170,7 +171,10 @@ impl<S: Sys> LinuxMachine<S> {
         let missing: Vec<(CounterGroup, &str)> = MISSING
             .iter()
             .filter(|(g, _)| {
-                !(all_counted && matches!(g, CounterGroup::Instructions | CounterGroup::LlcMisses))
+                let counted_by_hw = all_counted
+                    && matches!(g, CounterGroup::Instructions | CounterGroup::LlcMisses);
+                let counted_links = *g == CounterGroup::Links && !links.is_empty();
+                !counted_by_hw && !counted_links
             })
             .copied()
             .collect();
@@ -180,7 +184,7 @@ impl<S: Sys> LinuxMachine<S> {
             duration_ns,
             nodes,
             threads,
-            links: Vec::new(),
+            links,
             estimated: estimated
                 .iter()
                 .map(|&(group, how)| Estimate {

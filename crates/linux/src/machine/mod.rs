@@ -33,6 +33,7 @@ mod stats;
 #[cfg(test)]
 mod tests;
 mod uncore;
+mod upi;
 
 pub use hwcounters::thread_counter_attrs;
 pub use precise::precise_events_of;
@@ -200,6 +201,8 @@ pub struct LinuxMachine<S: Sys> {
     hw: Option<hwcounters::HwCounters>,
     /// The memory-controller counters, opened with the probe when the machine has them.
     uncore: Option<uncore::Uncore>,
+    /// The UPI link counters, opened with the probe on two-socket machines that have them.
+    upi: Option<upi::UpiLinks>,
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: FxHashMap<(Pid, u64), NodeId>,
@@ -243,6 +246,7 @@ impl<S: Sys> LinuxMachine<S> {
                 let mut probe = Probe::run(&mut self.sys, &self.sysfs, kernel, self.launches);
                 probe.mc_counters = self.open_uncore();
                 probe.precise = self.probe_precise();
+                probe.links = self.open_upi();
                 probe
             }
         };
@@ -270,6 +274,7 @@ impl<S: Sys> LinuxMachine<S> {
             probe: None,
             hw: None,
             uncore: None,
+            upi: None,
             config,
             topology,
             roots: Vec::new(),

@@ -78,7 +78,7 @@ pub(super) struct Uncore {
 pub(super) type Measured = Vec<Option<[u64; 2]>>;
 
 /// The socket (`physical_package_id`) of a CPU, if sysfs says.
-fn package_of(sysfs: &SysfsRoot, cpu: CpuId) -> Option<u32> {
+pub(super) fn package_of(sysfs: &SysfsRoot, cpu: CpuId) -> Option<u32> {
     let rel = format!(
         "devices/system/cpu/cpu{}/topology/physical_package_id",
         cpu.0
@@ -87,7 +87,7 @@ fn package_of(sysfs: &SysfsRoot, cpu: CpuId) -> Option<u32> {
 }
 
 /// Why a perf_event_open of an uncore counter failed, in words.
-fn open_error(a: &PlannedAttr, cpu: CpuId, e: Errno) -> String {
+pub(super) fn open_error(a: &PlannedAttr, cpu: CpuId, e: Errno) -> String {
     let why = match e {
         Errno::EACCES | Errno::EPERM => {
             ": per-CPU events need kernel.perf_event_paranoid <= 0 or CAP_PERFMON"

@@ -72,8 +72,9 @@ fn uncore_opens(m: &LinuxMachine<FakeSys>) -> Vec<(i32, i32, u64)> {
             _ => None,
         })
         .enumerate()
-        // System-wide, and not on the core PMU (type 4: the precise sampler's test open).
-        .filter(|(_, (attr, pid, _))| pid.0 == -1 && attr.kind != 4)
+        // System-wide on an uncore_imc_N (types 40-47 in the fixture): not the precise
+        // sampler's test open on the core PMU, nor the UPI counters.
+        .filter(|(_, (attr, pid, _))| pid.0 == -1 && (40..48).contains(&attr.kind))
         .map(|(i, (attr, _, cpu))| (100 + i as i32, *cpu, attr.config))
         .collect()
 }
@@ -137,7 +138,9 @@ fn opens_each_unit_on_each_socket_s_cpu_and_measures_bytes_per_node() {
         .calls
         .iter()
         .filter_map(|c| match c {
-            Call::PerfOpen { attr, pid, .. } if pid.0 == -1 && attr.kind != 4 => Some(attr),
+            Call::PerfOpen { attr, pid, .. } if pid.0 == -1 && (40..48).contains(&attr.kind) => {
+                Some(attr)
+            }
             _ => None,
         })
         .collect();
