@@ -35,8 +35,7 @@ use crate::pmu::PmuKind;
 use crate::pmu::attrs::{self, CpuIdent, PlannedAttr};
 use crate::pmu::events::Signal;
 use crate::sys::{Errno, PerfAttr, PerfFd, Sys};
-use crate::thp;
-use rondpoint_model::{AccessKind, CpuId, PageSize, Pid, Sample, SampleSource, Tid};
+use rondpoint_model::{AccessKind, CpuId, Pid, Sample, SampleSource, Tid};
 use thiserror::Error;
 
 /// The catalogue's name of the group leader Sapphire Rapids' load-latency event needs.
@@ -522,10 +521,7 @@ impl<S: Sys> LinuxMachine<S> {
         let pid = Pid(d.raw.pid? as i32);
         let tid = d.raw.tid.map_or(Tid(pid.0), |t| Tid(t as i32));
         let node = self.topology.node_of_cpu(cpu)?;
-        let page_size = self
-            .thp
-            .get(&pid)
-            .map_or(PageSize::Base4K, |m| thp::page_size_of(m, addr));
+        let page_size = self.page_size_at(pid, addr);
         Some(Sample {
             pid,
             tid,

@@ -441,6 +441,13 @@ impl<S: Sys> LinuxMachine<S> {
             .collect()
     }
 
+    /// The size of the page at `addr` in `pid`: 2 MiB in its THP-backed mappings as last read.
+    pub(super) fn page_size_at(&self, pid: Pid, addr: u64) -> PageSize {
+        self.thp
+            .get(&pid)
+            .map_or(PageSize::Base4K, |m| thp::page_size_of(m, addr))
+    }
+
     /// A page-fault record of a process `root` sampled, as a sample (without its page's node);
     /// `None` without an address or a known CPU.
     fn sample_of(&self, root: Pid, s: &RawSample) -> Option<Sample> {
@@ -450,10 +457,7 @@ impl<S: Sys> LinuxMachine<S> {
         let pid = s.pid.map_or(root, |p| Pid(p as i32));
         let tid = s.tid.map_or(Tid(pid.0), |t| Tid(t as i32));
         let node = self.topology.node_of_cpu(CpuId(cpu))?;
-        let page_size = self
-            .thp
-            .get(&pid)
-            .map_or(PageSize::Base4K, |m| thp::page_size_of(m, addr));
+        let page_size = self.page_size_at(pid, addr);
         Some(Sample {
             pid,
             tid,

@@ -28,6 +28,48 @@ fn config() -> LiveConfig {
     }
 }
 
+/// A sysfs tree for the uncore counters' tests: the spr-xeon-2s PMUs with every uncore unit's
+/// cpumask set to `cpumask`, and CPUs 0..cpus in packages of `per_package` CPUs.
+pub(crate) fn spr_sysfs(cpumask: &str, cpus: u32, per_package: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = dir.path().join("bus");
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pmu/spr-xeon-2s/bus");
+    copy_dir(&fixture, &bus);
+    for unit in std::fs::read_dir(bus.join("event_source/devices")).unwrap() {
+        let unit = unit.unwrap().path();
+        if unit.join("cpumask").exists() {
+            std::fs::write(unit.join("cpumask"), format!("{cpumask}\n")).unwrap();
+        }
+    }
+    for cpu in 0..cpus {
+        let topo = dir
+            .path()
+            .join(format!("devices/system/cpu/cpu{cpu}/topology"));
+        std::fs::create_dir_all(&topo).unwrap();
+        std::fs::write(
+            topo.join("physical_package_id"),
+            format!("{}\n", cpu / per_package),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// A machine managing process 4242 of the fixture /proc on `nodes` synthetic nodes of 4 CPUs,
+/// its sysfs (PMUs and packages) from `root`.
+pub(crate) fn machine_on_sysfs(root: &std::path::Path, nodes: usize) -> LinuxMachine<FakeSys> {
+    let topo = TopologyBuilder::new(nodes)
+        .cores_per_llc(4)
+        .build()
+        .unwrap();
+    let cfg = LiveConfig {
+        sysfs_root: root.to_path_buf(),
+        ..config()
+    };
+    LinuxMachine::to_manage(FakeSys::new(), topo, cfg, vec![MEMHOG])
+}
+
 /// Copies a directory tree (`cp -r`).
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     let copied = std::process::Command::new("cp")

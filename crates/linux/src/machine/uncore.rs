@@ -34,6 +34,7 @@
 //! from is not counted, and stays split as the samples are.
 
 use crate::capabilities::McCounters;
+use crate::pmu::Pmu;
 use crate::pmu::attrs::{self, CpuIdent, PlannedAttr, Target};
 use crate::pmu::events::Signal;
 use crate::sys::{Errno, PerfFd, PerfReading, Sys};
@@ -100,6 +101,30 @@ pub(super) fn open_error(a: &PlannedAttr, cpu: CpuId, e: Errno) -> String {
     format!("perf_event_open of {} on {cpu}: {}{why}", a.id(), e.name())
 }
 
+/// This machine's PMUs and the plan's system-wide (uncore) attrs of the signals `want` picks.
+pub(super) fn planned_uncore(
+    sysfs: &SysfsRoot,
+    cpuinfo: Option<&str>,
+    want: impl Fn(Signal) -> bool,
+) -> (Vec<Pmu>, Vec<PlannedAttr>) {
+    let pmus = crate::pmu::detect(sysfs).unwrap_or_default();
+    let cpu = cpuinfo.and_then(CpuIdent::from_cpuinfo);
+    let planned = attrs::plan(&pmus, cpu.as_ref())
+        .attrs
+        .into_iter()
+        .filter(|a| a.target == Target::Cpu && want(a.event.signal))
+        .collect();
+    (pmus, planned)
+}
+
+/// The CPUs the `cpumask` of PMU unit `unit` names (one per socket for an uncore unit).
+pub(super) fn unit_cpus(pmus: &[Pmu], unit: &str) -> Vec<CpuId> {
+    pmus.iter()
+        .find(|p| p.name == unit)
+        .and_then(|p| p.cpus.clone())
+        .unwrap_or_default()
+}
+
 impl Uncore {
     /// Opens the plan's memory-controller counters on this machine. `Err` says why there are
     /// none: not planned ([`McCounters::Absent`]), or one did not open (every one opened is
@@ -110,17 +135,9 @@ impl Uncore {
         cpuinfo: Option<&str>,
         topology: &Topology,
     ) -> Result<Self, McCounters> {
-        let pmus = crate::pmu::detect(sysfs).unwrap_or_default();
-        let cpu = cpuinfo.and_then(CpuIdent::from_cpuinfo);
-        let plan = attrs::plan(&pmus, cpu.as_ref());
-        let planned: Vec<&PlannedAttr> = plan
-            .attrs
-            .iter()
-            .filter(|a| {
-                a.target == Target::Cpu
-                    && matches!(a.event.signal, Signal::McReads | Signal::McWrites)
-            })
-            .collect();
+        let (pmus, planned) = planned_uncore(sysfs, cpuinfo, |s| {
+            matches!(s, Signal::McReads | Signal::McWrites)
+        });
         if planned.is_empty() {
             return Err(McCounters::Absent);
         }
@@ -141,12 +158,8 @@ impl Uncore {
         let mut problems = Vec::new();
         // Sockets a counter of which did not open, with why.
         let mut failed: std::collections::BTreeMap<u32, String> = Default::default();
-        for a in planned {
-            let cpus = pmus
-                .iter()
-                .find(|p| p.name == a.unit)
-                .and_then(|p| p.cpus.clone())
-                .unwrap_or_default();
+        for a in &planned {
+            let cpus = unit_cpus(&pmus, &a.unit);
             if cpus.is_empty() {
                 problems.push(format!("{} has no cpumask", a.unit));
             }

@@ -16,8 +16,7 @@
 //! link; and with sub-NUMA clustering one socket's several nodes share its links. There the
 //! links stay unmeasured, and the capability says why.
 
-use super::uncore::{open_error, package_of};
-use crate::pmu::attrs::{self, CpuIdent, PlannedAttr, Target};
+use super::uncore::{open_error, package_of, planned_uncore, unit_cpus};
 use crate::pmu::events::Signal;
 use crate::sys::{PerfFd, PerfReading, Sys};
 use crate::sysfs::SysfsRoot;
@@ -101,14 +100,7 @@ impl UpiLinks {
         cpuinfo: Option<&str>,
         topology: &Topology,
     ) -> Result<Self, LinksUnmeasured> {
-        let pmus = crate::pmu::detect(sysfs).unwrap_or_default();
-        let cpu = cpuinfo.and_then(CpuIdent::from_cpuinfo);
-        let plan = attrs::plan(&pmus, cpu.as_ref());
-        let planned: Vec<&PlannedAttr> = plan
-            .attrs
-            .iter()
-            .filter(|a| a.target == Target::Cpu && a.event.signal == Signal::LinkTraffic)
-            .collect();
+        let (pmus, planned) = planned_uncore(sysfs, cpuinfo, |s| s == Signal::LinkTraffic);
         if planned.is_empty() {
             return Err(LinksUnmeasured::NoCounters);
         }
@@ -117,13 +109,8 @@ impl UpiLinks {
             counters: Vec::new(),
             nodes: [sides[0].1, sides[1].1],
         };
-        for a in planned {
-            let cpus = pmus
-                .iter()
-                .find(|p| p.name == a.unit)
-                .and_then(|p| p.cpus.clone())
-                .unwrap_or_default();
-            for cpu in cpus {
+        for a in &planned {
+            for cpu in unit_cpus(&pmus, &a.unit) {
                 let Some(side) =
                     package_of(sysfs, cpu).and_then(|p| sides.iter().position(|(q, _)| *q == p))
                 else {

@@ -3,63 +3,14 @@
 //! machine opens, and the per-node traffic it reports from what the fake's counters read.
 
 use super::*;
-use crate::machine::{LinuxMachine, LiveConfig};
+use crate::machine::LinuxMachine;
+use crate::machine::tests::{machine_on_sysfs as machine, spr_sysfs as sysfs};
 use crate::sys::{Call, FakeSys, PerfAttr};
 use rondpoint_engine::Machine;
 use rondpoint_model::synthetic::TopologyBuilder;
 use rondpoint_model::{Capability, CounterGroup, Support};
-use std::path::{Path, PathBuf};
 
 const UNITS: usize = 8;
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A sysfs tree: the spr-xeon-2s PMUs with every uncore unit's cpumask set to `cpumask`, and
-/// CPUs 0..cpus in packages of `per_package` CPUs.
-fn sysfs(cpumask: &str, cpus: u32, per_package: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let bus = dir.path().join("bus");
-    let copied = std::process::Command::new("cp")
-        .args(["-r", "--"])
-        .arg(fixtures().join("tests/fixtures/pmu/spr-xeon-2s/bus"))
-        .arg(&bus)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    for unit in std::fs::read_dir(bus.join("event_source/devices")).unwrap() {
-        let unit = unit.unwrap().path();
-        if unit.join("cpumask").exists() {
-            std::fs::write(unit.join("cpumask"), format!("{cpumask}\n")).unwrap();
-        }
-    }
-    for cpu in 0..cpus {
-        let topo = dir
-            .path()
-            .join(format!("devices/system/cpu/cpu{cpu}/topology"));
-        std::fs::create_dir_all(&topo).unwrap();
-        std::fs::write(
-            topo.join("physical_package_id"),
-            format!("{}\n", cpu / per_package),
-        )
-        .unwrap();
-    }
-    dir
-}
-
-fn machine(root: &Path, nodes: usize) -> LinuxMachine<FakeSys> {
-    let topo = TopologyBuilder::new(nodes)
-        .cores_per_llc(4)
-        .build()
-        .unwrap();
-    let config = LiveConfig {
-        sysfs_root: root.to_path_buf(),
-        proc_root: fixtures().join("../../fixtures/procfs/numa4"),
-        ..LiveConfig::default()
-    };
-    LinuxMachine::to_manage(FakeSys::new(), topo, config, vec![Pid(4242)])
-}
 
 /// The uncore counters opened: (fd, CPU, config), fds as the fake numbers them (100 up, in
 /// the order of the perf_open calls, all of which succeed here).

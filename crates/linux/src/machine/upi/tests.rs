@@ -3,64 +3,16 @@
 //! way, and the machines where links are not measured.
 
 use super::*;
-use crate::machine::{LinuxMachine, LiveConfig};
+use crate::machine::LinuxMachine;
+use crate::machine::tests::{machine_on_sysfs as machine, spr_sysfs as sysfs};
 use crate::sys::{Call, FakeSys};
 use rondpoint_engine::Machine;
-use rondpoint_model::synthetic::TopologyBuilder;
 use rondpoint_model::{Capability, CounterGroup, Support};
-use std::path::{Path, PathBuf};
 
 const UNITS: usize = 4;
 /// The types of uncore_upi_0..3 in the fixture, and the data-flit event's config.
 const UPI_TYPES: std::ops::Range<u32> = 60..64;
 const TXL_DATA: u64 = 0x0f02;
-
-/// A sysfs tree: the spr-xeon-2s PMUs with every uncore unit's cpumask `cpumask`, and CPUs
-/// 0..cpus in packages of `per_package` CPUs.
-fn sysfs(cpumask: &str, cpus: u32, per_package: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let bus = dir.path().join("bus");
-    let fixture =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pmu/spr-xeon-2s/bus");
-    let copied = std::process::Command::new("cp")
-        .args(["-r", "--"])
-        .arg(fixture)
-        .arg(&bus)
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    for unit in std::fs::read_dir(bus.join("event_source/devices")).unwrap() {
-        let unit = unit.unwrap().path();
-        if unit.join("cpumask").exists() {
-            std::fs::write(unit.join("cpumask"), format!("{cpumask}\n")).unwrap();
-        }
-    }
-    for cpu in 0..cpus {
-        let topo = dir
-            .path()
-            .join(format!("devices/system/cpu/cpu{cpu}/topology"));
-        std::fs::create_dir_all(&topo).unwrap();
-        std::fs::write(
-            topo.join("physical_package_id"),
-            format!("{}\n", cpu / per_package),
-        )
-        .unwrap();
-    }
-    dir
-}
-
-fn machine(root: &Path, nodes: usize) -> LinuxMachine<FakeSys> {
-    let topo = TopologyBuilder::new(nodes)
-        .cores_per_llc(4)
-        .build()
-        .unwrap();
-    let config = LiveConfig {
-        sysfs_root: root.to_path_buf(),
-        proc_root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/procfs/numa4"),
-        ..LiveConfig::default()
-    };
-    LinuxMachine::to_manage(FakeSys::new(), topo, config, vec![Pid(4242)])
-}
 
 /// The UPI counters opened: (fd, CPU), fds as the fake numbers them (100 up, in call order).
 fn upi_opens(m: &LinuxMachine<FakeSys>) -> Vec<(i32, i32)> {
