@@ -349,10 +349,23 @@ impl Precise {
     }
 }
 
+/// Whether an address is in the kernel's half of the address space (x86-64 and arm64 both put
+/// the kernel at the top: bit 63 set). IBS samples the kernel too (it cannot exclude it).
+fn kernel_address(addr: u64) -> bool {
+    addr >> 63 == 1
+}
+
 /// What a precise sample says of its access: address, load or store, latency in cycles, and
-/// whether DRAM served it. `None` for a sample without a data address (an IBS op that was not
-/// a memory access, or whose address the hardware did not latch).
+/// whether DRAM served it. `None` for a sample without a user-space data address (an IBS op
+/// that was not a memory access, whose address the hardware did not latch, or that the
+/// process made in the kernel).
 pub(super) fn access_of(d: &Drawn) -> Option<(u64, AccessKind, Option<u32>, Option<bool>)> {
+    let access = access_any(d)?;
+    (!kernel_address(access.0)).then_some(access)
+}
+
+/// [`access_of`], kernel addresses included.
+fn access_any(d: &Drawn) -> Option<(u64, AccessKind, Option<u32>, Option<bool>)> {
     if d.role_ibs {
         let op = d.raw.raw.as_deref().and_then(decode_ibs_op)?;
         if !op.is_load && !op.is_store {

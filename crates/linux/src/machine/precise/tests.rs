@@ -138,6 +138,14 @@ fn ibs_records_become_samples_of_managed_processes_with_their_access() {
         &ibs_raw(true, false, HEAP, false, 9),
     ));
     ring.extend(ibs_record(4242, 0, 5, &ibs_raw(false, false, 0, false, 0)));
+    // An access the process made in the kernel (IBS cannot exclude it): dropped.
+    let kernel = 0xffff_8880_0000_1000;
+    ring.extend(ibs_record(
+        4242,
+        kernel,
+        5,
+        &ibs_raw(true, false, kernel, false, 9),
+    ));
     // Kernels before 6.1 leave PERF_SAMPLE_ADDR 0: the address comes from IbsDcLinAd.
     ring.extend(ibs_record(
         4242,
