@@ -4,8 +4,9 @@
 //!   on a live machine and fixture trees in tests; [`procfs`]: processes, threads, placement.
 //! - [`sys`]: every system call behind one trait, with the real kernel (the only `unsafe` code
 //!   in rondpoint) and a recording fake.
-//! - [`perf`]: PMU event tables as data and the perf ring-buffer record parser; [`pmu`]: the
-//!   machine's PMUs as sysfs lists them, and what perf_event_paranoid and capabilities allow.
+//! - [`perf`]: the perf ring-buffer record parser; [`pmu`]: the machine's PMUs as sysfs lists
+//!   them, the catalogue of the events rondpoint opens on each CPU family (with /proc/cpuinfo's
+//!   CPU detection), and what perf_event_paranoid and capabilities allow.
 //! - [`actuate`]: actions carried out with verified, batched system calls; [`thp`]: which
 //!   addresses are THP-backed.
 //! - [`machine`]: `LinuxMachine`, the engine's live backend.

@@ -1,14 +1,13 @@
 //! The perf data layer on real and hand-built bytes: ring-buffer records captured with
 //! `perf record` on the development VM (tests/data/pagefault-records.{bin,txt}), synthetic
-//! records for every error path, an AMD IBS payload through the parser, and CPU detection from
-//! /proc/cpuinfo text. (The bit-level PERF_SAMPLE_DATA_SRC and IBS decoding tests and the checks
-//! of every embedded event table are unit tests in src/perf/datasrc.rs and src/perf/events.rs.)
+//! records for every error path, and an AMD IBS payload through the parser. (The bit-level
+//! PERF_SAMPLE_DATA_SRC and IBS decoding tests are unit tests in src/perf/datasrc.rs; CPU
+//! detection from /proc/cpuinfo text is tested with the PMU catalogue, in tests/pmu.rs.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use rondpoint_linux::perf::{
-    DataSource, Record, RingError, SampleFormat, decode_data_src, decode_ibs_op, detect, parse,
-    parse_cpuinfo,
+    DataSource, Record, RingError, SampleFormat, decode_data_src, decode_ibs_op, parse,
 };
 
 type F = SampleFormat;
@@ -382,102 +381,5 @@ fn refused_sample_type_bits() {
     assert_eq!(
         parse(&[], &SampleFormat::new(both)),
         Err(RingError::Unsupported { bits: both })
-    );
-}
-
-// ---- data_src and IBS decoding -----------------------------------------------------------
-
-/// The head of /proc/cpuinfo as Linux prints it for one processor.
-fn cpuinfo(vendor: &str, family: u32, model: u32, name: &str, stepping: u32) -> String {
-    format!(
-        "processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\n\
-         model name\t: {name}\nstepping\t: {stepping}\n\nprocessor\t: 1\nvendor_id\t: Other\n"
-    )
-}
-
-fn detected(text: &str) -> Option<String> {
-    let (vendor, family, model) = parse_cpuinfo(text)?;
-    detect(&vendor, family, model).map(|t| t.name)
-}
-
-#[test]
-fn detect_from_cpuinfo() {
-    let intel = "GenuineIntel";
-    let amd = "AuthenticAMD";
-    let cases = [
-        (
-            cpuinfo(intel, 6, 85, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", 4),
-            "intel-skylake-sp",
-        ),
-        (
-            cpuinfo(intel, 6, 85, "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", 7),
-            "intel-skylake-sp",
-        ),
-        (
-            cpuinfo(
-                intel,
-                6,
-                106,
-                "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz",
-                6,
-            ),
-            "intel-icelake-sp",
-        ),
-        (
-            cpuinfo(intel, 6, 143, "Intel(R) Xeon(R) Platinum 8480+", 8),
-            "intel-sapphire-rapids",
-        ),
-        (
-            cpuinfo(intel, 6, 207, "INTEL(R) XEON(R) PLATINUM 8592+", 2),
-            "intel-sapphire-rapids",
-        ),
-        (
-            cpuinfo(amd, 23, 49, "AMD EPYC 7742 64-Core Processor", 0),
-            "amd-zen2",
-        ),
-        (
-            cpuinfo(amd, 25, 1, "AMD EPYC 7763 64-Core Processor", 1),
-            "amd-zen3",
-        ),
-        (
-            cpuinfo(amd, 25, 17, "AMD EPYC 9654 96-Core Processor", 1),
-            "amd-zen4",
-        ),
-    ];
-    for (text, want) in &cases {
-        assert_eq!(detected(text).as_deref(), Some(*want), "{text}");
-    }
-    // This project's VM (real /proc/cpuinfo): AMD family 26 model 2 is Zen 5, which shares the
-    // Zen 4 table (identical encodings in Linux's amdzen4 and amdzen5 files).
-    let vm = include_str!("data/cpuinfo-epyc-family26-vm.txt");
-    assert_eq!(parse_cpuinfo(vm), Some(("AuthenticAMD".to_string(), 26, 2)));
-    assert_eq!(detected(vm).as_deref(), Some("amd-zen4"));
-    // No table: Zen 1 (Naples), Broadwell-EP, a vendor mix-up.
-    assert_eq!(
-        detected(&cpuinfo(amd, 23, 1, "AMD EPYC 7601 32-Core Processor", 2)),
-        None
-    );
-    assert_eq!(
-        detected(&cpuinfo(intel, 6, 79, "Intel(R) Xeon(R) CPU E5-2699 v4", 1)),
-        None
-    );
-    assert_eq!(detect(amd, 6, 85), None);
-}
-
-#[test]
-fn parse_cpuinfo_takes_the_first_processor_and_needs_all_fields() {
-    let text = cpuinfo("GenuineIntel", 6, 85, "model 99 lookalike", 4);
-    assert_eq!(
-        parse_cpuinfo(&text),
-        Some(("GenuineIntel".to_string(), 6, 85))
-    );
-    assert_eq!(
-        parse_cpuinfo("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n"),
-        None
-    );
-    assert_eq!(parse_cpuinfo(""), None);
-    assert_eq!(
-        parse_cpuinfo("vendor_id : X\ncpu family : six\nmodel : 1\n"),
-        None
     );
 }

@@ -1,16 +1,26 @@
 //! The PMU fixture trees (tests/fixtures/pmu, sources in SOURCES.md) read as a caller reads a
 //! machine: every PMU found, every kernel alias encodable with the kernel's own formats, and
-//! the encodings issue 41 checked against perf.
+//! the encodings issue 41 checked against perf; and the CPU families of the catalogue as
+//! /proc/cpuinfo text names them.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use rondpoint_linux::pmu::access::{self, Verdict};
+use rondpoint_linux::pmu::attrs::{CpuIdent, families, parse_cpuinfo};
+use rondpoint_linux::pmu::events::Family;
 use rondpoint_linux::pmu::{self, Access, ConfigWord, FormatField, Pmu, PmuKind, Scope};
 use rondpoint_linux::procfs::ProcRoot;
 use rondpoint_linux::sysfs::SysfsRoot;
 use std::path::PathBuf;
 
-const MACHINES: [&str; 4] = ["zen4-genoa", "spr-xeon-2s", "neoverse-n1", "vm-no-pmu"];
+const MACHINES: [&str; 6] = [
+    "zen4-genoa",
+    "zen3-milan",
+    "spr-xeon-2s",
+    "icx-xeon-2s",
+    "neoverse-n1",
+    "vm-no-pmu",
+];
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pmu")
@@ -51,9 +61,16 @@ fn each_machine_has_the_pmus_its_signals_need() {
     ] {
         assert!(zen4.contains(&k), "{k:?}");
     }
-    let spr = kinds("spr-xeon-2s");
-    for k in [PmuKind::Core, PmuKind::IntelImc, PmuKind::IntelUpi] {
-        assert!(spr.contains(&k), "{k:?}");
+    let zen3 = kinds("zen3-milan");
+    for k in [PmuKind::Core, PmuKind::IbsOp, PmuKind::AmdDf] {
+        assert!(zen3.contains(&k), "{k:?}");
+    }
+    assert!(!zen3.contains(&PmuKind::AmdUmc), "UMC PMUs came with Zen 4");
+    for m in ["spr-xeon-2s", "icx-xeon-2s"] {
+        let intel = kinds(m);
+        for k in [PmuKind::Core, PmuKind::IntelImc, PmuKind::IntelUpi] {
+            assert!(intel.contains(&k), "{m}: {k:?}");
+        }
     }
     let n1 = kinds("neoverse-n1");
     assert!(n1.contains(&PmuKind::Core) && n1.contains(&PmuKind::Spe));
@@ -132,5 +149,86 @@ fn procfs_cases_say_what_may_be_opened() {
     assert_eq!(
         access::parse_cap_eff("CapEff:\t0000000000200000\n"),
         Some(1 << access::CAP_SYS_ADMIN)
+    );
+}
+
+/// The head of /proc/cpuinfo as Linux prints it for one processor.
+fn cpuinfo(vendor: &str, family: u32, model: u32, name: &str, stepping: u32) -> String {
+    format!(
+        "processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\n\
+         model name\t: {name}\nstepping\t: {stepping}\n\nprocessor\t: 1\nvendor_id\t: Other\n"
+    )
+}
+
+/// The catalogue families a CPU is in by its /proc/cpuinfo alone (no PMU: no `AnyCore`).
+fn cpu_families(text: &str) -> Vec<Family> {
+    families(&[], CpuIdent::from_cpuinfo(text).as_ref())
+}
+
+#[test]
+fn catalogue_families_from_cpuinfo() {
+    let intel = "GenuineIntel";
+    let amd = "AuthenticAMD";
+    let xeon = |model, name, stepping| cpuinfo(intel, 6, model, name, stepping);
+    let epyc = |family, model, name| cpuinfo(amd, family, model, name, 1);
+    let cases = [
+        (
+            xeon(106, "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz", 6),
+            Family::IntelIceLakeSp,
+        ),
+        (
+            xeon(143, "Intel(R) Xeon(R) Platinum 8480+", 8),
+            Family::IntelSapphireRapids,
+        ),
+        (
+            xeon(207, "INTEL(R) XEON(R) PLATINUM 8592+", 2),
+            Family::IntelSapphireRapids,
+        ),
+        (
+            epyc(25, 1, "AMD EPYC 7763 64-Core Processor"),
+            Family::AmdZen3,
+        ),
+        (
+            epyc(25, 17, "AMD EPYC 9654 96-Core Processor"),
+            Family::AmdZen4,
+        ),
+    ];
+    for (text, want) in &cases {
+        assert_eq!(cpu_families(text), [*want], "{text}");
+    }
+    // This project's VM (real /proc/cpuinfo): AMD family 26 model 2 is Zen 5, whose codes the
+    // catalogue's Zen 4 entries hold (identical in Linux's amdzen4 and amdzen5 tables).
+    let vm = include_str!("data/cpuinfo-epyc-family26-vm.txt");
+    assert_eq!(parse_cpuinfo(vm), Some(("AuthenticAMD".to_string(), 26, 2)));
+    assert_eq!(cpu_families(vm), [Family::AmdZen4]);
+    // Not catalogued (docs/pmu.md): Skylake-SP and Cascade Lake, Zen 2 (Rome), Zen 1 (Naples),
+    // Broadwell-EP; and a vendor mix-up.
+    for text in [
+        xeon(85, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz", 4),
+        xeon(85, "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", 7),
+        epyc(23, 49, "AMD EPYC 7742 64-Core Processor"),
+        epyc(23, 1, "AMD EPYC 7601 32-Core Processor"),
+        xeon(79, "Intel(R) Xeon(R) CPU E5-2699 v4", 1),
+        cpuinfo(amd, 6, 85, "a vendor mix-up", 4),
+    ] {
+        assert!(cpu_families(&text).is_empty(), "{text}");
+    }
+}
+
+#[test]
+fn parse_cpuinfo_takes_the_first_processor_and_needs_all_fields() {
+    let text = cpuinfo("GenuineIntel", 6, 85, "model 99 lookalike", 4);
+    assert_eq!(
+        parse_cpuinfo(&text),
+        Some(("GenuineIntel".to_string(), 6, 85))
+    );
+    assert_eq!(
+        parse_cpuinfo("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n"),
+        None
+    );
+    assert_eq!(parse_cpuinfo(""), None);
+    assert_eq!(
+        parse_cpuinfo("vendor_id : X\ncpu family : six\nmodel : 1\n"),
+        None
     );
 }

@@ -1,8 +1,6 @@
-//! perf_event data, without syscalls: what to count and sample on this CPU, and how to read
-//! what the kernel writes back.
+//! perf_event data, without syscalls: how to read what the kernel writes back. (What to count
+//! and sample on a CPU is the PMU catalogue's: [`crate::pmu::events`], [`crate::pmu::attrs`].)
 //!
-//! - [`events`]: PMU event encodings per microarchitecture, kept as data files
-//!   (`crates/linux/events/*.toml`), and CPU detection from /proc/cpuinfo text.
 //! - [`ring`]: the parser of ring-buffer records (PERF_RECORD_SAMPLE for a given sample_type,
 //!   LOST, THROTTLE), with the decoding of PERF_SAMPLE_DATA_SRC values and AMD IBS op payloads
 //!   (in `datasrc`, re-exported from [`ring`]).
@@ -11,12 +9,8 @@
 //! this module is pure so that it can be tested on recorded bytes on any machine.
 
 mod datasrc;
-pub mod events;
 pub mod ring;
 
-pub use events::{
-    CpuMatch, EventKind, EventSpec, EventTable, EventsError, detect, parse_cpuinfo, tables,
-};
 pub use ring::{
     DataSource, IbsOp, RawSample, Record, RingError, SampleFormat, decode_data_src, decode_ibs_op,
     parse,

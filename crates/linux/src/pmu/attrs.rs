@@ -37,7 +37,7 @@ impl CpuIdent {
 
     /// The first processor of /proc/cpuinfo's text.
     pub fn from_cpuinfo(text: &str) -> Option<Self> {
-        let (vendor, family, model) = crate::perf::events::parse_cpuinfo(text)?;
+        let (vendor, family, model) = parse_cpuinfo(text)?;
         Some(Self {
             vendor,
             family,
@@ -48,6 +48,31 @@ impl CpuIdent {
     fn is(&self, vendor: &str, family: u32) -> bool {
         self.vendor == vendor && self.family == family
     }
+}
+
+/// `vendor_id`, `cpu family` and `model` of the first processor in /proc/cpuinfo text
+/// (arch/x86/kernel/cpu/proc.c `show_cpuinfo` prints the family and model in decimal).
+pub fn parse_cpuinfo(text: &str) -> Option<(String, u32, u32)> {
+    let (mut vendor, mut family, mut model) = (None, None, None);
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            if vendor.is_some() || family.is_some() || model.is_some() {
+                break; // end of the first processor's block
+            }
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        match key.trim() {
+            "vendor_id" => vendor = Some(value.to_string()),
+            "cpu family" => family = value.parse().ok(),
+            "model" => model = value.parse().ok(),
+            _ => {}
+        }
+    }
+    Some((vendor?, family?, model?))
 }
 
 /// Where an event counts.
@@ -133,8 +158,10 @@ const READ_FORMAT_NAMES: [&str; 5] = [
 ];
 
 /// The families of this machine's CPU: from `cpu` when known (/proc/cpuinfo, or a fixture's
-/// perf cpuid), else from what the PMUs show (`caps/pmu_name` of Intel's core PMU, IBS's
-/// `caps/zen4_ibs_extensions`).
+/// perf cpuid), else from what the PMUs show: `caps/pmu_name` of Intel's core PMU (Ice Lake-SP
+/// is `icelake` with numbered `uncore_imc_N` units, which Ice Lake clients lack), IBS's
+/// `caps/zen4_ibs_extensions` (Zen 4), and for Zen 3 the family 19h formats of `amd_l3`
+/// (`enallcores`, arch/x86/events/amd/uncore.c) without that IBS capability.
 pub fn families(pmus: &[Pmu], cpu: Option<&CpuIdent>) -> Vec<Family> {
     let has = |kind| pmus.iter().any(|p| p.kind == kind);
     let cap = |kind, name: &str, value: &str| {
@@ -145,10 +172,11 @@ pub fn families(pmus: &[Pmu], cpu: Option<&CpuIdent>) -> Vec<Family> {
     if has(PmuKind::Core) {
         out.push(Family::AnyCore);
     }
-    let spr = match cpu {
-        Some(c) => c.is("GenuineIntel", 6) && [0x8f, 0xcf].contains(&c.model),
-        None => cap(PmuKind::Core, "pmu_name", "sapphire_rapids"),
-    };
+    let intel = |models: &[u32]| cpu.map(|c| c.is("GenuineIntel", 6) && models.contains(&c.model));
+    let icx = intel(&[0x6a, 0x6c])
+        .unwrap_or_else(|| cap(PmuKind::Core, "pmu_name", "icelake") && has(PmuKind::IntelImc));
+    let spr =
+        intel(&[0x8f, 0xcf]).unwrap_or_else(|| cap(PmuKind::Core, "pmu_name", "sapphire_rapids"));
     let zen4 = match cpu {
         Some(c) => {
             c.is("AuthenticAMD", 0x1a)
@@ -156,17 +184,26 @@ pub fn families(pmus: &[Pmu], cpu: Option<&CpuIdent>) -> Vec<Family> {
         }
         None => cap(PmuKind::IbsOp, "zen4_ibs_extensions", "1"),
     };
-    if spr {
-        out.push(Family::IntelSapphireRapids);
-    }
-    if zen4 {
-        out.push(Family::AmdZen4);
-    }
-    if has(PmuKind::IbsOp) {
-        out.push(Family::AmdIbs);
-    }
-    if has(PmuKind::Spe) {
-        out.push(Family::ArmSpe);
+    let zen3 = match cpu {
+        Some(c) => c.is("AuthenticAMD", 0x19) && matches!(c.model, 0x00..=0x0f | 0x20..=0x5f),
+        None => {
+            !zen4
+                && pmus
+                    .iter()
+                    .any(|p| p.name == "amd_l3" && p.formats.contains_key("enallcores"))
+        }
+    };
+    for (is, family) in [
+        (icx, Family::IntelIceLakeSp),
+        (spr, Family::IntelSapphireRapids),
+        (zen3, Family::AmdZen3),
+        (zen4, Family::AmdZen4),
+        (has(PmuKind::IbsOp), Family::AmdIbs),
+        (has(PmuKind::Spe), Family::ArmSpe),
+    ] {
+        if is {
+            out.push(family);
+        }
     }
     out
 }
@@ -211,6 +248,9 @@ fn missing(signal: Signal, pmus: &[Pmu]) -> &'static str {
         }
         Signal::DramLocal | Signal::DramRemote => {
             "no local/remote DRAM event catalogued for this CPU: DRAM traffic estimated from page-fault samples"
+        }
+        Signal::McReads | Signal::McWrites if pmus.iter().any(|p| p.kind == PmuKind::AmdDf) => {
+            "no amd_umc PMU (amd_df counts each DRAM channel's reads and writes together, which is not catalogued): memory-controller traffic estimated from page-fault samples"
         }
         Signal::McReads | Signal::McWrites => {
             "no uncore_imc or amd_umc PMU with a catalogued event: memory-controller traffic estimated from page-fault samples"
@@ -294,7 +334,10 @@ fn attrs_of(
 
 fn is_pebs(event: &CatalogueEvent) -> bool {
     matches!(event.signal, Signal::PreciseLoads | Signal::PreciseStores)
-        && event.family == Family::IntelSapphireRapids
+        && matches!(
+            event.family,
+            Family::IntelIceLakeSp | Family::IntelSapphireRapids
+        )
 }
 
 /// The attr of an event in its signal's opening mode: a process's counters count user space
@@ -569,6 +612,102 @@ mod tests {
     }
 
     #[test]
+    fn ice_lake_opens_pebs_without_a_leader_imcs_and_upi() {
+        let pmus = fixture("icx-xeon-2s");
+        let plan = plan(&pmus, Some(&cpuid("icx-xeon-2s")));
+        assert_eq!(
+            plan,
+            super::plan(&pmus, None),
+            "the PMUs say Ice Lake-SP too"
+        );
+        assert_eq!(plan.families, [Family::AnyCore, Family::IntelIceLakeSp]);
+        assert_eq!(signals(&plan), Signal::ALL);
+        assert!(plan.degraded.is_empty(), "{:?}", plan.degraded);
+        assert_eq!(plan.attrs.len(), 3 + 2 + 12 * 2 + 3 + 1 + 1);
+        let loads = find(&plan, "precise-loads/mem-loads/cpu");
+        assert_eq!(
+            (loads.attr.config, loads.attr.config1, loads.attr.precise_ip),
+            (0x1cd, 30, 2)
+        );
+        assert!(
+            plan.attrs.iter().all(|a| a.event.name != "mem-loads-aux"),
+            "Ice Lake needs no aux leader"
+        );
+        let stores = find(&plan, "precise-stores/mem-stores/cpu");
+        assert_eq!((stores.attr.config, stores.attr.precise_ip), (0x82d0, 2));
+        assert_eq!(
+            stores.perf_named().as_deref(),
+            Some("mem_inst_retired.all_stores:upp")
+        );
+        let rd = find(&plan, "mc-reads/cas-count-read/uncore_imc_11");
+        assert_eq!((rd.attr.kind, rd.attr.config), (95, 0x0f04));
+        assert_eq!(rd.target, Target::Cpu);
+        assert_eq!(rd.perf_named().as_deref(), Some("unc_m_cas_count.rd"));
+        let wr = &find(&plan, "mc-writes/cas-count-write/uncore_imc_0").attr;
+        assert_eq!((wr.kind, wr.config), (84, 0x3004));
+        let upi = &find(&plan, "link-traffic/upi-txl-flits-data/uncore_upi_2").attr;
+        assert_eq!((upi.kind, upi.config), (14, 0xf02));
+        let remote = &find(&plan, "dram-remote/remote-dram/cpu").attr;
+        assert_eq!((remote.kind, remote.config), (4, 0x2d3));
+        // An Ice Lake client has `icelake` too, but no numbered uncore_imc_N: no ICX entries.
+        let client: Vec<Pmu> = pmus
+            .into_iter()
+            .filter(|p| p.kind != PmuKind::IntelImc)
+            .collect();
+        assert_eq!(families(&client, None), [Family::AnyCore]);
+    }
+
+    #[test]
+    fn zen3_opens_ibs_and_dram_fills_and_says_why_not_the_data_fabric() {
+        let pmus = fixture("zen3-milan");
+        let plan = plan(&pmus, Some(&cpuid("zen3-milan")));
+        assert_eq!(plan, super::plan(&pmus, None), "the PMUs say Zen 3 too");
+        assert_eq!(
+            plan.families,
+            [Family::AnyCore, Family::AmdZen3, Family::AmdIbs]
+        );
+        assert_eq!(plan.attrs.len(), 3 + 2 + 1);
+        let near = find(&plan, "dram-local/mem-io-local/cpu");
+        assert_eq!((near.attr.kind, near.attr.config), (4, 0x844));
+        assert_eq!(
+            near.perf_named().as_deref(),
+            Some("ls_any_fills_from_sys.mem_io_local:u")
+        );
+        let far = &find(&plan, "dram-remote/mem-io-remote/cpu").attr;
+        assert_eq!(far.config, 0x4044);
+        let ibs = &find(&plan, "precise-loads/ibs-op/ibs_op").attr;
+        assert_eq!((ibs.kind, ibs.config), (11, 1 << 19));
+        let why: Vec<Signal> = plan.degraded.iter().map(|d| d.signal).collect();
+        assert_eq!(
+            why,
+            [
+                Signal::McReads,
+                Signal::McWrites,
+                Signal::LinkTraffic,
+                Signal::PreciseStores
+            ]
+        );
+        assert!(
+            plan.degraded[0].why.contains("amd_df"),
+            "{:?}",
+            plan.degraded
+        );
+        // Zen 2 has the same core and DF formats but family 17h L3 formats: not Zen 3.
+        let mut zen2 = pmus.clone();
+        let l3 = zen2.iter_mut().find(|p| p.name == "amd_l3").unwrap();
+        l3.formats.remove("enallcores");
+        assert_eq!(families(&zen2, None), [Family::AnyCore, Family::AmdIbs]);
+        // Zen 4's amd_l3 has the same formats; its IBS capability tells it apart.
+        let mut zen4 = pmus.clone();
+        let op = zen4.iter_mut().find(|p| p.kind == PmuKind::IbsOp).unwrap();
+        op.caps.insert("zen4_ibs_extensions".into(), "1".into());
+        assert_eq!(
+            families(&zen4, None),
+            [Family::AnyCore, Family::AmdZen4, Family::AmdIbs]
+        );
+    }
+
+    #[test]
     fn neoverse_counts_generically_and_samples_with_spe() {
         let plan = plan(&fixture("neoverse-n1"), None);
         assert_eq!(plan.families, [Family::AnyCore, Family::ArmSpe]);
@@ -610,10 +749,10 @@ mod tests {
     #[test]
     fn a_cpu_says_more_than_the_pmus_and_bad_units_are_reasons() {
         let mut pmus = fixture("spr-xeon-2s");
-        let icx = CpuIdent::parse_perf_cpuid("GenuineIntel-6-6A-6").unwrap();
-        assert_eq!(icx.model, 0x6a);
-        let plan = plan(&pmus, Some(&icx));
-        assert_eq!(plan.families, [Family::AnyCore], "no Ice Lake entries yet");
+        let skx = CpuIdent::parse_perf_cpuid("GenuineIntel-6-55-4").unwrap();
+        assert_eq!(skx.model, 0x55);
+        let plan = plan(&pmus, Some(&skx));
+        assert_eq!(plan.families, [Family::AnyCore], "no Skylake-SP entries");
         assert!(
             plan.degraded[0].why.contains("catalogued"),
             "{:?}",

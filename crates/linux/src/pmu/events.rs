@@ -85,8 +85,12 @@ impl fmt::Display for Signal {
 pub enum Family {
     /// Any CPU with a core PMU (generic hardware events, mapped by the kernel's driver).
     AnyCore,
+    /// Intel Ice Lake-SP and Ice Lake-D (family 6, models 0x6A and 0x6C; perf's `icelakex`).
+    IntelIceLakeSp,
     /// Intel Sapphire Rapids and Emerald Rapids (family 6, models 0x8F and 0xCF).
     IntelSapphireRapids,
+    /// AMD Zen 3 and Zen 3+ (family 0x19, models 0x00-0x0F and 0x20-0x5F; perf's `amdzen3`).
+    AmdZen3,
     /// AMD Zen 4 and Zen 5 (family 0x19 models 0x10-0x1F and 0x60-0xFF; family 0x1A).
     AmdZen4,
     /// Any AMD CPU with an IBS op PMU (`ibs_op`: Family 10h and later, every Zen).
@@ -210,6 +214,42 @@ pub const CATALOGUE: &[CatalogueEvent] = &[
         source: "ls_any_fills_from_sys.dram_io_far (fills from DRAM or MMIO of another node): tools/perf/pmu-events/arch/x86/amdzen4/",
     },
     CatalogueEvent {
+        signal: Signal::DramLocal,
+        name: "local-dram",
+        family: Family::IntelIceLakeSp,
+        pmu: PmuKind::Core,
+        encoding: Encoding::Terms("event=0xd3,umask=0x1"),
+        perf_name: Some("mem_load_l3_miss_retired.local_dram"),
+        source: "MEM_LOAD_L3_MISS_RETIRED.LOCAL_DRAM: tools/perf/pmu-events/arch/x86/icelakex/ (cache.json in perf 6.1)",
+    },
+    CatalogueEvent {
+        signal: Signal::DramRemote,
+        name: "remote-dram",
+        family: Family::IntelIceLakeSp,
+        pmu: PmuKind::Core,
+        encoding: Encoding::Terms("event=0xd3,umask=0x2"),
+        perf_name: Some("mem_load_l3_miss_retired.remote_dram"),
+        source: "MEM_LOAD_L3_MISS_RETIRED.REMOTE_DRAM: tools/perf/pmu-events/arch/x86/icelakex/ (cache.json in perf 6.1)",
+    },
+    CatalogueEvent {
+        signal: Signal::DramLocal,
+        name: "mem-io-local",
+        family: Family::AmdZen3,
+        pmu: PmuKind::Core,
+        encoding: Encoding::Terms("event=0x44,umask=0x8"),
+        perf_name: Some("ls_any_fills_from_sys.mem_io_local"),
+        source: "ls_any_fills_from_sys.mem_io_local (data-cache fills from DRAM or MMIO of the same node, prefetches included; the code Zen 4 keeps as dram_io_near): tools/perf/pmu-events/arch/x86/amdzen3/ (memory.json in perf 6.1)",
+    },
+    CatalogueEvent {
+        signal: Signal::DramRemote,
+        name: "mem-io-remote",
+        family: Family::AmdZen3,
+        pmu: PmuKind::Core,
+        encoding: Encoding::Terms("event=0x44,umask=0x40"),
+        perf_name: Some("ls_any_fills_from_sys.mem_io_remote"),
+        source: "ls_any_fills_from_sys.mem_io_remote (data-cache fills from DRAM or MMIO of another node): tools/perf/pmu-events/arch/x86/amdzen3/ (memory.json in perf 6.1)",
+    },
+    CatalogueEvent {
         signal: Signal::McReads,
         name: "cas-count-read",
         family: Family::IntelSapphireRapids,
@@ -226,6 +266,24 @@ pub const CATALOGUE: &[CatalogueEvent] = &[
         encoding: Encoding::Terms("cas_count_write"),
         perf_name: Some("unc_m_cas_count.wr"),
         source: "alias cas_count_write = event=0x05,umask=0xf0: arch/x86/events/intel/uncore_snbep.c spr_uncore_imc_events; UNC_M_CAS_COUNT.WR in tools/perf/pmu-events/arch/x86/sapphirerapids/uncore-memory.json",
+    },
+    CatalogueEvent {
+        signal: Signal::McReads,
+        name: "cas-count-read",
+        family: Family::IntelIceLakeSp,
+        pmu: PmuKind::IntelImc,
+        encoding: Encoding::Terms("event=0x04,umask=0x0f"),
+        perf_name: Some("unc_m_cas_count.rd"),
+        source: "UNC_M_CAS_COUNT.RD (EventCode 0x04, UMask 0x0f): tools/perf/pmu-events/arch/x86/icelakex/uncore-memory.json; written as terms, not the driver's cas_count_read alias, which arch/x86/events/intel/uncore_snbep.c gives icx_uncore_imc from hswep_uncore_imc_events (umask 0x03)",
+    },
+    CatalogueEvent {
+        signal: Signal::McWrites,
+        name: "cas-count-write",
+        family: Family::IntelIceLakeSp,
+        pmu: PmuKind::IntelImc,
+        encoding: Encoding::Terms("event=0x04,umask=0x30"),
+        perf_name: Some("unc_m_cas_count.wr"),
+        source: "UNC_M_CAS_COUNT.WR (EventCode 0x04, UMask 0x30): tools/perf/pmu-events/arch/x86/icelakex/uncore-memory.json (the driver's cas_count_write alias says umask 0x0c)",
     },
     CatalogueEvent {
         signal: Signal::McReads,
@@ -253,6 +311,15 @@ pub const CATALOGUE: &[CatalogueEvent] = &[
         encoding: Encoding::Terms("event=0x02,umask=0x0f"),
         perf_name: Some("unc_upi_txl_flits.all_data"),
         source: "UNC_UPI_TxL_FLITS.ALL_DATA: tools/perf/pmu-events/arch/x86/sapphirerapids/uncore-interconnect.json",
+    },
+    CatalogueEvent {
+        signal: Signal::LinkTraffic,
+        name: "upi-txl-flits-data",
+        family: Family::IntelIceLakeSp,
+        pmu: PmuKind::IntelUpi,
+        encoding: Encoding::Terms("event=0x02,umask=0x0f"),
+        perf_name: Some("unc_upi_txl_flits.all_data"),
+        source: "UNC_UPI_TxL_FLITS.ALL_DATA: tools/perf/pmu-events/arch/x86/icelakex/ (uncore-interconnect.json; perf 6.1 files it under uncore-other.json)",
     },
     CatalogueEvent {
         signal: Signal::PreciseLoads,
@@ -289,6 +356,24 @@ pub const CATALOGUE: &[CatalogueEvent] = &[
         encoding: Encoding::Terms("event=0xcd,umask=0x2"),
         perf_name: Some("mem_trans_retired.store_sample"),
         source: "MEM_TRANS_RETIRED.STORE_SAMPLE: arch/x86/events/intel/core.c EVENT_ATTR_STR(mem-stores, mem_st_spr, ...); tools/perf/pmu-events/arch/x86/sapphirerapids/",
+    },
+    CatalogueEvent {
+        signal: Signal::PreciseLoads,
+        name: "mem-loads",
+        family: Family::IntelIceLakeSp,
+        pmu: PmuKind::Core,
+        encoding: Encoding::Terms("event=0xcd,umask=0x1,ldlat=30"),
+        perf_name: None,
+        source: "MEM_TRANS_RETIRED.LOAD_LATENCY (event 0xcd, umask 0x1, threshold in ldlat = config1:0-15): arch/x86/events/intel/core.c mem_ld_hsw in icl_events_attrs; no mem-loads-aux leader (intel_pmu_init sets PMU_FL_MEM_LOADS_AUX for Sapphire Rapids, not Ice Lake)",
+    },
+    CatalogueEvent {
+        signal: Signal::PreciseStores,
+        name: "mem-stores",
+        family: Family::IntelIceLakeSp,
+        pmu: PmuKind::Core,
+        encoding: Encoding::Terms("event=0xd0,umask=0x82"),
+        perf_name: Some("mem_inst_retired.all_stores"),
+        source: "MEM_INST_RETIRED.ALL_STORES: arch/x86/events/intel/core.c EVENT_ATTR_STR(mem-stores, mem_st_hsw, ...) in icl_events_attrs; tools/perf/pmu-events/arch/x86/icelakex/ (cache.json in perf 6.1)",
     },
     CatalogueEvent {
         signal: Signal::PreciseLoads,
