@@ -244,9 +244,11 @@ impl<S: Sys> LinuxMachine<S> {
                     watermarks: self.watermarks_known(),
                 };
                 let mut probe = Probe::run(&mut self.sys, &self.sysfs, kernel, self.launches);
-                probe.mc_counters = self.open_uncore();
-                probe.precise = self.probe_precise();
-                probe.links = self.open_upi();
+                // One read of the PMUs and one plan for all three.
+                let pmus = self.machine_pmus();
+                probe.mc_counters = self.open_uncore(&pmus);
+                probe.precise = self.probe_precise(&pmus);
+                probe.links = self.open_upi(&pmus);
                 probe
             }
         };

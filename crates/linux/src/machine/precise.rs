@@ -28,11 +28,13 @@
 //! cycles), which samples a busier program more, as IBS does.
 
 use super::LinuxMachine;
+use super::uncore::MachinePmus;
+use super::uncore::system_wide_hint;
 use crate::capabilities::PreciseSampling;
 use crate::perf::ring::{self, RawSample, Record, SampleFormat};
 use crate::perf::{DataSource, decode_data_src, decode_ibs_op};
 use crate::pmu::PmuKind;
-use crate::pmu::attrs::{self, CpuIdent, PlannedAttr};
+use crate::pmu::attrs::PlannedAttr;
 use crate::pmu::events::Signal;
 use crate::sys::{Errno, PerfAttr, PerfFd, Sys};
 use rondpoint_model::{AccessKind, CpuId, Pid, Sample, SampleSource, Tid};
@@ -58,26 +60,12 @@ pub enum PreciseError {
     NotCatalogued,
     #[error("Arm SPE writes its records to an AUX buffer, which rondpoint does not read yet")]
     SpeAux,
-    #[error("perf_event_open of {what} on CPU {cpu}: {}{}", errno.name(), open_hint(*errno))]
+    #[error("perf_event_open of {what} on CPU {cpu}: {}{}", errno.name(), system_wide_hint(*errno))]
     Open {
         what: &'static str,
         cpu: u32,
         errno: Errno,
     },
-}
-
-/// What a refusal of perf_event_open means here.
-fn open_hint(e: Errno) -> &'static str {
-    match e {
-        Errno::EACCES | Errno::EPERM => {
-            ": system-wide sampling needs CAP_PERFMON (or CAP_SYS_ADMIN), or \
-             kernel.perf_event_paranoid <= 0"
-        }
-        Errno::ENOENT | Errno::EOPNOTSUPP | Errno::EINVAL => {
-            ": the kernel's PMU refused the event (a VM that hides it, or a kernel without it)"
-        }
-        _ => "",
-    }
 }
 
 /// One sampling event's role.
@@ -182,12 +170,15 @@ fn period_for(role: Role, cycles: u64) -> u64 {
 struct Opened {
     fd: PerfFd,
     role: Role,
+    /// Its records' layout (its attr's sample_type).
+    format: SampleFormat,
 }
 
 /// The precise sampler's open events.
 #[derive(Debug)]
 pub(super) struct Precise {
-    events: PreciseEvents,
+    describe: String,
+    source: SampleSource,
     rings: Vec<Opened>,
     leaders: Vec<PerfFd>,
     period: Option<u64>,
@@ -196,11 +187,10 @@ pub(super) struct Precise {
     throttled: u64,
 }
 
-/// A precise sample as drained: its record, and whether its event samples stores.
+/// A precise sample as drained: its record, and what its event samples.
 pub(super) struct Drawn {
     pub raw: RawSample,
-    role_stores: bool,
-    role_ibs: bool,
+    role: Role,
 }
 
 impl Precise {
@@ -213,7 +203,8 @@ impl Precise {
         period_cycles: Option<u64>,
     ) -> Result<Self, PreciseError> {
         let mut p = Precise {
-            events: events.clone(),
+            describe: events.describe.clone(),
+            source: events.source(),
             rings: Vec::new(),
             leaders: Vec::new(),
             period: None,
@@ -253,7 +244,13 @@ impl Precise {
                     }),
                 };
                 match opened {
-                    Ok(fd) => p.rings.push(Opened { fd, role: *role }),
+                    Ok(fd) => p.rings.push(Opened {
+                        fd,
+                        role: *role,
+                        format: SampleFormat {
+                            sample_type: attr.sample_type,
+                        },
+                    }),
                     Err(why) => {
                         p.close(sys);
                         return Err(why);
@@ -267,33 +264,33 @@ impl Precise {
 
     /// What samples, in words.
     pub(super) fn describe(&self) -> &str {
-        &self.events.describe
+        &self.describe
     }
 
     /// The samples' source.
     pub(super) fn source(&self) -> SampleSource {
-        self.events.source()
+        self.source
     }
 
-    /// Follows the policy's period (cycles) when it changed; a refusal is returned (the
-    /// events keep their period).
+    /// Follows the policy's period (cycles) when it changed; a refusal is returned once (the
+    /// events keep their period, and the same period is not tried again).
     pub(super) fn set_period(&mut self, sys: &mut dyn Sys, cycles: u64) -> Result<(), Errno> {
         if self.period == Some(cycles) {
             return Ok(());
         }
+        self.period = Some(cycles);
         for o in &self.rings {
             sys.perf_set_period(o.fd, period_for(o.role, cycles))?;
         }
-        self.period = Some(cycles);
         Ok(())
     }
 
-    /// Closes every event.
     /// Records lost to full rings, and throttlings, so far.
     pub(super) fn losses(&self) -> (u64, u64) {
         (self.lost, self.throttled)
     }
 
+    /// Closes every event.
     pub(super) fn close(&mut self, sys: &mut dyn Sys) {
         for o in self.rings.drain(..) {
             sys.perf_close(o.fd);
@@ -317,15 +314,7 @@ impl Precise {
             if sys.perf_drain(o.fd, &mut self.buffer).is_err() {
                 continue;
             }
-            let format = SampleFormat {
-                sample_type: self
-                    .events
-                    .samplers
-                    .iter()
-                    .find(|s| s.0 == o.role)
-                    .map_or(0, |s| s.1.sample_type),
-            };
-            let records = match ring::parse(&self.buffer, &format) {
+            let records = match ring::parse(&self.buffer, &o.format) {
                 Ok((records, _)) => records,
                 Err(e) => {
                     error = Some(format!("a precise sampler's ring is unreadable: {e}"));
@@ -336,8 +325,7 @@ impl Precise {
                 match r {
                     Record::Sample(s) if s.pid.is_some_and(&keep) => out.push(Drawn {
                         raw: s,
-                        role_stores: o.role == Role::Stores,
-                        role_ibs: o.role == Role::Ibs,
+                        role: o.role,
                     }),
                     Record::Lost { lost, .. } => self.lost += lost,
                     Record::Throttle => self.throttled += 1,
@@ -366,7 +354,7 @@ pub(super) fn access_of(d: &Drawn) -> Option<(u64, AccessKind, Option<u32>, Opti
 
 /// [`access_of`], kernel addresses included.
 fn access_any(d: &Drawn) -> Option<(u64, AccessKind, Option<u32>, Option<bool>)> {
-    if d.role_ibs {
+    if d.role == Role::Ibs {
         let op = d.raw.raw.as_deref().and_then(decode_ibs_op)?;
         if !op.is_load && !op.is_store {
             return None;
@@ -383,7 +371,7 @@ fn access_any(d: &Drawn) -> Option<(u64, AccessKind, Option<u32>, Option<bool>)>
         return Some((addr, kind, latency, dram(op.data_source())));
     }
     let addr = d.raw.addr.filter(|&a| a != 0)?;
-    let kind = if d.role_stores {
+    let kind = if d.role == Role::Stores {
         AccessKind::Write
     } else {
         AccessKind::Read
@@ -415,25 +403,23 @@ pub(super) struct PreciseState {
 }
 
 impl<S: Sys> LinuxMachine<S> {
-    /// The precise events of this machine's plan (its PMUs through the sysfs root, its CPU
-    /// from /proc/cpuinfo), found once.
+    /// The precise events of this machine's plan, found once: with the probe, or when
+    /// sampling is asked for before it.
     fn precise_events(&mut self) -> Result<PreciseEvents, PreciseError> {
         if let Some(e) = &self.precise.events {
             return e.clone();
         }
-        let pmus = crate::pmu::detect(&self.sysfs).unwrap_or_default();
-        let cpuinfo = rondpoint_safeio::read_system_text(&self.proc.root().join("cpuinfo")).ok();
-        let cpu = cpuinfo.as_deref().and_then(CpuIdent::from_cpuinfo);
-        let plan = attrs::plan(&pmus, cpu.as_ref());
-        let events = PreciseEvents::of(&plan.attrs);
+        let events = PreciseEvents::of(&self.machine_pmus().attrs);
         self.precise.events = Some(events.clone());
         events
     }
 
-    /// Whether precise sampling works here, for the probe: its events opened on the first CPU
-    /// and closed again.
-    pub(super) fn probe_precise(&mut self) -> PreciseSampling {
-        let events = match self.precise_events() {
+    /// Whether precise sampling works here, for the probe (with the machine's plan): its
+    /// events opened on the first CPU and closed again.
+    pub(super) fn probe_precise(&mut self, machine: &MachinePmus) -> PreciseSampling {
+        let events = PreciseEvents::of(&machine.attrs);
+        self.precise.events = Some(events.clone());
+        let events = match events {
             Ok(e) => e,
             Err(why) => return PreciseSampling::Absent(why.to_string()),
         };

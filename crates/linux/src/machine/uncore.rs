@@ -87,34 +87,52 @@ pub(super) fn package_of(sysfs: &SysfsRoot, cpu: CpuId) -> Option<u32> {
     sysfs.read_optional(&rel).ok()??.trim().parse().ok()
 }
 
-/// Why a perf_event_open of an uncore counter failed, in words.
-pub(super) fn open_error(a: &PlannedAttr, cpu: CpuId, e: Errno) -> String {
-    let why = match e {
+/// What a refusal of a system-wide (pid -1, one CPU) perf_event_open means, as the end of a
+/// message: the uncore counters' and the precise samplers'.
+pub(super) fn system_wide_hint(e: Errno) -> &'static str {
+    match e {
         Errno::EACCES | Errno::EPERM => {
-            ": per-CPU events need kernel.perf_event_paranoid <= 0 or CAP_PERFMON"
+            ": system-wide events need CAP_PERFMON (or CAP_SYS_ADMIN), or \
+             kernel.perf_event_paranoid <= 0"
         }
         Errno::ENOENT | Errno::EOPNOTSUPP | Errno::EINVAL => {
-            ": the kernel's PMU refused the event (no such unit, or a VM that hides it)"
+            ": the kernel's PMU refused the event (no such unit, a VM that hides it, or a \
+             kernel without it)"
         }
         _ => "",
-    };
+    }
+}
+
+/// Why a perf_event_open of an uncore counter failed, in words.
+pub(super) fn open_error(a: &PlannedAttr, cpu: CpuId, e: Errno) -> String {
+    let why = system_wide_hint(e);
     format!("perf_event_open of {} on {cpu}: {}{why}", a.id(), e.name())
 }
 
-/// This machine's PMUs and the plan's system-wide (uncore) attrs of the signals `want` picks.
-pub(super) fn planned_uncore(
-    sysfs: &SysfsRoot,
-    cpuinfo: Option<&str>,
-    want: impl Fn(Signal) -> bool,
-) -> (Vec<Pmu>, Vec<PlannedAttr>) {
-    let pmus = crate::pmu::detect(sysfs).unwrap_or_default();
-    let cpu = cpuinfo.and_then(CpuIdent::from_cpuinfo);
-    let planned = attrs::plan(&pmus, cpu.as_ref())
-        .attrs
-        .into_iter()
-        .filter(|a| a.target == Target::Cpu && want(a.event.signal))
-        .collect();
-    (pmus, planned)
+/// The machine's PMUs and the attrs the plan gives for them: read once when the machine is
+/// probed, for the memory-controller counters, the UPI counters and the precise samplers.
+#[derive(Debug, Default)]
+pub(super) struct MachinePmus {
+    pub pmus: Vec<Pmu>,
+    pub attrs: Vec<PlannedAttr>,
+}
+
+impl MachinePmus {
+    /// The PMUs under the sysfs root and the plan for them and the CPU of `cpuinfo`'s text.
+    pub(super) fn read(sysfs: &SysfsRoot, cpuinfo: Option<&str>) -> Self {
+        let pmus = crate::pmu::detect(sysfs).unwrap_or_default();
+        let cpu = cpuinfo.and_then(CpuIdent::from_cpuinfo);
+        let attrs = attrs::plan(&pmus, cpu.as_ref()).attrs;
+        Self { pmus, attrs }
+    }
+
+    /// The plan's system-wide (uncore) attrs of the signals `want` picks.
+    pub(super) fn uncore(&self, want: impl Fn(Signal) -> bool) -> Vec<&PlannedAttr> {
+        self.attrs
+            .iter()
+            .filter(|a| a.target == Target::Cpu && want(a.event.signal))
+            .collect()
+    }
 }
 
 /// The CPUs the `cpumask` of PMU unit `unit` names (one per socket for an uncore unit).
@@ -132,12 +150,10 @@ impl Uncore {
     pub(super) fn open(
         sys: &mut dyn Sys,
         sysfs: &SysfsRoot,
-        cpuinfo: Option<&str>,
+        machine: &MachinePmus,
         topology: &Topology,
     ) -> Result<Self, McCounters> {
-        let (pmus, planned) = planned_uncore(sysfs, cpuinfo, |s| {
-            matches!(s, Signal::McReads | Signal::McWrites)
-        });
+        let planned = machine.uncore(|s| matches!(s, Signal::McReads | Signal::McWrites));
         if planned.is_empty() {
             return Err(McCounters::Absent);
         }
@@ -158,8 +174,8 @@ impl Uncore {
         let mut problems = Vec::new();
         // Sockets a counter of which did not open, with why.
         let mut failed: std::collections::BTreeMap<u32, String> = Default::default();
-        for a in &planned {
-            let cpus = unit_cpus(&pmus, &a.unit);
+        for a in planned {
+            let cpus = unit_cpus(&machine.pmus, &a.unit);
             if cpus.is_empty() {
                 problems.push(format!("{} has no cpumask", a.unit));
             }
@@ -398,15 +414,15 @@ pub(super) fn apply(nodes: &mut [NodeCounters], measured: &Measured, cpu_nodes: 
 }
 
 impl<S: Sys> super::LinuxMachine<S> {
-    /// Opens the memory-controller counters, if the machine has them (once, with the probe).
-    pub(super) fn open_uncore(&mut self) -> McCounters {
+    /// The machine's PMUs and their plan (its CPU from /proc/cpuinfo).
+    pub(super) fn machine_pmus(&self) -> MachinePmus {
         let cpuinfo = rondpoint_safeio::read_system_text(&self.proc.root().join("cpuinfo")).ok();
-        match Uncore::open(
-            &mut self.sys,
-            &self.sysfs,
-            cpuinfo.as_deref(),
-            &self.topology,
-        ) {
+        MachinePmus::read(&self.sysfs, cpuinfo.as_deref())
+    }
+
+    /// Opens the memory-controller counters, if the machine has them (once, with the probe).
+    pub(super) fn open_uncore(&mut self, machine: &MachinePmus) -> McCounters {
+        match Uncore::open(&mut self.sys, &self.sysfs, machine, &self.topology) {
             Ok(u) => {
                 let partial = u.partial.clone();
                 self.uncore = Some(u);

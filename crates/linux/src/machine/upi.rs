@@ -16,7 +16,7 @@
 //! link; and with sub-NUMA clustering one socket's several nodes share its links. There the
 //! links stay unmeasured, and the capability says why.
 
-use super::uncore::{open_error, package_of, planned_uncore, unit_cpus};
+use super::uncore::{MachinePmus, open_error, package_of, unit_cpus};
 use crate::pmu::events::Signal;
 use crate::sys::{PerfFd, PerfReading, Sys};
 use crate::sysfs::SysfsRoot;
@@ -97,10 +97,10 @@ impl UpiLinks {
     pub(super) fn open(
         sys: &mut dyn Sys,
         sysfs: &SysfsRoot,
-        cpuinfo: Option<&str>,
+        machine: &MachinePmus,
         topology: &Topology,
     ) -> Result<Self, LinksUnmeasured> {
-        let (pmus, planned) = planned_uncore(sysfs, cpuinfo, |s| s == Signal::LinkTraffic);
+        let planned = machine.uncore(|s| s == Signal::LinkTraffic);
         if planned.is_empty() {
             return Err(LinksUnmeasured::NoCounters);
         }
@@ -109,8 +109,8 @@ impl UpiLinks {
             counters: Vec::new(),
             nodes: [sides[0].1, sides[1].1],
         };
-        for a in &planned {
-            for cpu in unit_cpus(&pmus, &a.unit) {
+        for a in planned {
+            for cpu in unit_cpus(&machine.pmus, &a.unit) {
                 let Some(side) =
                     package_of(sysfs, cpu).and_then(|p| sides.iter().position(|(q, _)| *q == p))
                 else {
@@ -173,14 +173,8 @@ impl UpiLinks {
 impl<S: Sys> super::LinuxMachine<S> {
     /// Opens the UPI link counters, if the machine has them and is two sockets of one node
     /// each (once, with the probe); else why the links are not measured.
-    pub(super) fn open_upi(&mut self) -> Option<String> {
-        let cpuinfo = rondpoint_safeio::read_system_text(&self.proc.root().join("cpuinfo")).ok();
-        match UpiLinks::open(
-            &mut self.sys,
-            &self.sysfs,
-            cpuinfo.as_deref(),
-            &self.topology,
-        ) {
+    pub(super) fn open_upi(&mut self, machine: &MachinePmus) -> Option<String> {
+        match UpiLinks::open(&mut self.sys, &self.sysfs, machine, &self.topology) {
             Ok(links) => {
                 self.upi = Some(links);
                 None

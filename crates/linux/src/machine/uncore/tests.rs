@@ -168,7 +168,8 @@ fn a_counter_that_does_not_open_leaves_the_estimate_and_says_why() {
     let mut sys = FakeSys::new();
     sys.fail_next.push_back(("perf_open", Errno::EACCES));
     let sysfs = SysfsRoot::new(dir.path());
-    let Err(McCounters::Failed(why)) = Uncore::open(&mut sys, &sysfs, None, &topo) else {
+    let pmus = MachinePmus::read(&sysfs, None);
+    let Err(McCounters::Failed(why)) = Uncore::open(&mut sys, &sysfs, &pmus, &topo) else {
         panic!("opened");
     };
     assert!(
@@ -208,7 +209,8 @@ fn a_unit_that_does_not_open_leaves_its_socket_estimated_and_the_others_counted(
     let mut sys = FakeSys::new();
     sys.fail_next.push_back(("perf_open", Errno::EBUSY));
     let sysfs = SysfsRoot::new(dir.path());
-    let Ok(mut uncore) = Uncore::open(&mut sys, &sysfs, None, &topo) else {
+    let pmus = MachinePmus::read(&sysfs, None);
+    let Ok(mut uncore) = Uncore::open(&mut sys, &sysfs, &pmus, &topo) else {
         panic!("nothing opened");
     };
     let partial = uncore.partial.clone().unwrap();
