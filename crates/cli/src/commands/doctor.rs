@@ -15,7 +15,8 @@ use clap::Args;
 use rondpoint_linux::capabilities::{McCounters, PreciseSampling, Probe};
 use rondpoint_linux::machine::precise_events_of;
 use rondpoint_linux::pmu::access::Verdict;
-use rondpoint_linux::pmu::attrs::{self, CpuIdent};
+use rondpoint_linux::pmu::attrs::{self, CpuIdent, PlannedAttr};
+use rondpoint_linux::pmu::events::Signal;
 use rondpoint_linux::pmu::{self, Access, Pmu, PmuKind, Scope};
 use rondpoint_linux::procfs::ProcRoot;
 use rondpoint_linux::sys::Errno;
@@ -283,6 +284,8 @@ fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capa
         Verdict::Refused(_) => Err(Errno::EACCES),
         Verdict::Allowed(_) => Ok(()),
     };
+    // The plan for these PMUs, its CPU taken from their own capabilities.
+    let planned = attrs::plan(pmus, None).attrs;
     Probe {
         hardware_counters,
         page_faults,
@@ -291,22 +294,22 @@ fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capa
         watermarks: proc.root().join("zoneinfo").exists(),
         launches: true,
         interleave_weights: None,
-        mc_counters: inferred_mc_counters(pmus, access),
-        precise: inferred_precise(pmus, access),
-        links: Some(inferred_links(pmus)),
+        mc_counters: inferred_mc_counters(&planned, access),
+        precise: inferred_precise(&planned, access),
+        links: Some(inferred_links(&planned)),
     }
     .capabilities()
 }
 
-/// The memory-controller counters a machine with these PMUs would open (its CPU taken from
-/// the PMUs' own capabilities): not opened here, and its sockets' nodes unknown.
-fn inferred_mc_counters(pmus: &[Pmu], access: &Access) -> McCounters {
-    let planned = attrs::plan(pmus, None).attrs.iter().any(|a| {
-        matches!(
-            a.event.signal,
-            rondpoint_linux::pmu::events::Signal::McReads
-        )
-    });
+/// Whether a plan has an attr for `signal`.
+fn plans(planned: &[PlannedAttr], signal: Signal) -> bool {
+    planned.iter().any(|a| a.event.signal == signal)
+}
+
+/// The memory-controller counters a machine with the plan `planned` would open: not opened
+/// here, and its sockets' nodes unknown.
+fn inferred_mc_counters(planned: &[PlannedAttr], access: &Access) -> McCounters {
+    let planned = plans(planned, Signal::McReads);
     match (planned, access.check(Scope::Cpu)) {
         (false, _) => McCounters::Absent,
         (true, Verdict::Refused(why)) => McCounters::Failed(format!("not permitted: {why}")),
@@ -320,14 +323,11 @@ fn inferred_mc_counters(pmus: &[Pmu], access: &Access) -> McCounters {
     }
 }
 
-/// Why links would not be measured on a machine with these PMUs: `run` and `daemon` count them
-/// with UPI counters on two sockets of one node each, which the PMUs alone do not say.
-fn inferred_links(pmus: &[Pmu]) -> String {
-    let planned = attrs::plan(pmus, None)
-        .attrs
-        .iter()
-        .any(|a| a.event.signal == rondpoint_linux::pmu::events::Signal::LinkTraffic);
-    if planned {
+/// Why links would not be measured on a machine with the plan `planned`: `run` and `daemon`
+/// count them with UPI counters on two sockets of one node each, which the PMUs alone do not
+/// say.
+fn inferred_links(planned: &[PlannedAttr]) -> String {
+    if plans(planned, Signal::LinkTraffic) {
         "inferred from the PMUs, not opened: run and daemon count the UPI links on two \
          sockets of one node each (not with more sockets or sub-NUMA clustering)"
             .into()
@@ -336,13 +336,9 @@ fn inferred_links(pmus: &[Pmu]) -> String {
     }
 }
 
-/// The precise sampling a machine with these PMUs would open (its CPU taken from the PMUs'
-/// own capabilities): not opened here.
-fn inferred_precise(pmus: &[Pmu], access: &Access) -> PreciseSampling {
-    match (
-        precise_events_of(&attrs::plan(pmus, None).attrs),
-        access.check(Scope::Cpu),
-    ) {
+/// The precise sampling a machine with the plan `planned` would open: not opened here.
+fn inferred_precise(planned: &[PlannedAttr], access: &Access) -> PreciseSampling {
+    match (precise_events_of(planned), access.check(Scope::Cpu)) {
         (Err(why), _) => PreciseSampling::Absent(why.to_string()),
         (Ok(_), Verdict::Refused(why)) => PreciseSampling::Failed(format!("not permitted: {why}")),
         (Ok(what), Verdict::Allowed(_)) => PreciseSampling::Available(what),
