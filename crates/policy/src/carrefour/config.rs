@@ -73,8 +73,8 @@ pub struct CarrefourConfig {
     /// process by the kernel (256 MB per scan period of 1 s to 60 s), so a page rarely gets two
     /// samples in one epoch; the paper's per-epoch reset would leave Carrefour blind. The
     /// window grows beyond this to hold three quarters of the gaps measured between successive
-    /// fault samples of a page (rounded up to a power of two), so that it follows the
-    /// scanner's actual pace. Chosen: 8 epochs. A page's statistics are also reset once
+    /// fault samples of a page (rounded up to a power of two), twice over (the next scan can
+    /// come twice as late), so that it follows the scanner's actual pace. Chosen: 8 epochs. A page's statistics are also reset once
     /// Carrefour acts on it, and when it is found on another node than before (moved by someone
     /// else: its old samples are stale).
     pub fault_sample_window_epochs: u32,

@@ -151,8 +151,9 @@ fn the_fault_window_grows_to_hold_the_gaps_between_faults_and_shrinks_back() {
             .map(|n| sample(n, node, SampleSource::PageFault))
             .collect()
     };
-    // Pages faulted in epoch 1, then 11 epochs later: the window (8 at least) grows to 16,
-    // the power of two above the gap, and the second fault adds to the first.
+    // Pages faulted in epoch 1, then 11 epochs later: the window (8 at least) grows to 32,
+    // twice the power of two above the gap, and the next fault, 11 epochs later again, adds
+    // to the one before.
     epoch_within(&mut t, 1, (8, 256), &faults(1));
     for e in 2..12 {
         epoch_within(&mut t, e, (8, 256), &[]);
@@ -165,7 +166,7 @@ fn the_fault_window_grows_to_hold_the_gaps_between_faults_and_shrinks_back() {
         "the first had expired"
     );
     epoch_within(&mut t, 13, (8, 256), &[]);
-    assert_eq!(t.window(), 16);
+    assert_eq!(t.window(), 32);
     for e in 14..23 {
         epoch_within(&mut t, e, (8, 256), &[]);
     }

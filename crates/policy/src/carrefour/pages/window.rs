@@ -21,12 +21,21 @@ const REFAULT_SHARE: (u64, u64) = (3, 4);
 const REFAULT_DECAY_SHIFT: u32 = 4;
 /// Weight of one measured gap (fixed point, so that decay keeps a few old gaps visible).
 pub(super) const REFAULT_WEIGHT: u64 = 1 << 10;
+/// The window holds this many times the measured gaps (rounded up to a power of two): the
+/// next gap can be longer than the last ones. Linux doubles a process's scan period after a
+/// scan that found nothing of interest or failed migrations (`update_task_scan_period` in
+/// kernel/sched/fair.c), and skips areas the scanning thread did not touch lately (6.4 on:
+/// `vma_is_accessed`), so that on the testbed successive passes over one array came 2 to 11
+/// s apart; a window that held only the gaps already seen dropped each page's one sample
+/// before its next, and Carrefour decided nothing for a whole run.
+const REFAULT_SLACK: u32 = 2;
 
 impl PageTable {
     /// Starts an epoch. Statistics from IBS/PEBS samples cover it only; those of a page with a
-    /// fault sample among them cover the last `window` epochs, where `window` is the shortest
-    /// power of two above the gaps between successive fault samples of a page that counting
-    /// has measured (three quarters of them, weighted toward recent epochs), but at least
+    /// fault sample among them cover the last `window` epochs, where `window` is twice
+    /// ([`REFAULT_SLACK`]) the shortest power of two above the gaps between successive fault
+    /// samples of a page that counting has measured (three quarters of them, weighted toward
+    /// recent epochs), but at least
     /// `min_window` and at most `max_window` (pass the same value twice for a fixed window).
     /// Every call is a new epoch, even one that repeats the last number (a replayed or
     /// hand-built observation); a gap in the numbers ages the statistics by the gap.
@@ -66,15 +75,15 @@ impl PageTable {
         }
     }
 
-    /// The window that holds [`REFAULT_SHARE`] of the measured gaps between fault samples
-    /// (0 when none was measured).
+    /// The window that holds [`REFAULT_SHARE`] of the measured gaps between fault samples,
+    /// [`REFAULT_SLACK`] times over (0 when none was measured).
     fn measured_window(&self) -> u32 {
         let total: u64 = self.refault_gaps.iter().sum();
         let mut below = 0;
         for (b, &weight) in self.refault_gaps.iter().enumerate() {
             below += weight;
             if below > 0 && below * REFAULT_SHARE.1 >= total * REFAULT_SHARE.0 {
-                return 2 << b;
+                return REFAULT_SLACK << (b + 1);
             }
         }
         0

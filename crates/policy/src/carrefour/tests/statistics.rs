@@ -237,6 +237,34 @@ fn the_fault_window_follows_a_scanner_slower_than_its_shortest() {
 }
 
 #[test]
+fn the_fault_window_holds_a_scan_period_that_doubled() {
+    // The kernel's scans of the process come 9, then 19 epochs apart (Linux doubles the scan
+    // period after a scan that found nothing to do): each page's first hinting fault (epoch 1)
+    // is its first touch, then one per scan from node 2. The window measured from the first
+    // gap must hold the next, twice as long, or no page ever has two samples at once.
+    let mut c = Carrefour::new(paper()).unwrap();
+    let mut decided = None;
+    for epoch in 0..60u64 {
+        let node = match epoch {
+            1 => Some(0),
+            10 | 19 | 38 | 57 => Some(2),
+            _ => None,
+        };
+        let mut obs = observe(Epoch {
+            samples: node.map_or_else(Vec::new, |n| {
+                (0..20).map(|p| hinting_fault(p, n, 0)).collect()
+            }),
+            ..Epoch::default()
+        });
+        obs.epoch = epoch;
+        if !c.decide(&topo(), &obs).is_empty() && decided.is_none() {
+            decided = Some(epoch);
+        }
+    }
+    assert_eq!(decided, Some(38));
+}
+
+#[test]
 fn a_first_touch_fault_does_not_make_a_private_page_shared() {
     // The initialising thread on node 0 touches the pages (a fault the backend cannot tell
     // from a hinting fault), then only node 2 uses them, and nobody moves them: they go to
