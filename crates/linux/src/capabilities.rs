@@ -111,6 +111,9 @@ pub struct Probe {
     /// Why interconnect links are not measured (`None`: UPI counters opened; set by the
     /// machine after [`Probe::run`]).
     pub links: Option<String>,
+    /// Why a thread's DRAM loads are not counted by the core PMU (`None`: its events opened
+    /// on rondpoint itself; set by the machine after [`Probe::run`]).
+    pub thread_dram: Option<String>,
 }
 
 impl Probe {
@@ -152,6 +155,7 @@ impl Probe {
             mc_counters: McCounters::Absent,
             precise: PreciseSampling::default(),
             links: Some("no interconnect counters are read".into()),
+            thread_dram: Some("not probed".into()),
         }
     }
 
@@ -171,7 +175,7 @@ impl Probe {
         };
         let mut c = Capabilities::none();
         c.set(Capability::ThreadCounters, self.thread_counters())
-            .set(Capability::ThreadDram, from_samples())
+            .set(Capability::ThreadDram, self.thread_dram(from_samples()))
             .set(Capability::NodeTraffic, self.node_traffic(from_samples()))
             .set(
                 Capability::LinkTraffic,
@@ -230,6 +234,19 @@ impl Probe {
                 "the memory-controller counters did not open ({why}), and {}",
                 self.no_sampling().unwrap_or_default()
             )),
+        }
+    }
+
+    /// Per-thread DRAM accesses: counted where the core PMU's DRAM load events opened (and
+    /// hardware counters do), else `from_samples`.
+    fn thread_dram(&self, from_samples: Support) -> Support {
+        match (&self.thread_dram, self.hardware_counters) {
+            (None, Ok(())) => Support::Full,
+            (Some(why), _) => match from_samples {
+                Support::Estimated(how) => Support::Estimated(format!("{how} ({why})")),
+                other => other,
+            },
+            (None, Err(_)) => from_samples,
         }
     }
 
@@ -420,6 +437,7 @@ mod tests {
             mc_counters: McCounters::Absent,
             precise: PreciseSampling::default(),
             links: Some("no interconnect counters are read".into()),
+            thread_dram: Some("no core PMU event".into()),
         }
     }
 

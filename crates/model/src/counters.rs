@@ -91,8 +91,12 @@ pub enum CounterGroup {
     /// `nodes[].dram_accesses_by_source`: which nodes' CPUs made each node's DRAM traffic
     /// (estimated wherever memory controllers count only totals).
     NodeDramBySource,
-    /// `threads[].dram_accesses`, `dram_writes`.
+    /// `threads[].dram_accesses`, and `dram_writes` unless [`CounterGroup::ThreadDramWrites`]
+    /// is listed on its own.
     ThreadDram,
+    /// `threads[].dram_writes`, estimated where the accesses are counted (a core PMU counts
+    /// a thread's DRAM loads, not its write-backs).
+    ThreadDramWrites,
     /// `nodes[].cycles`, `threads[].cycles`.
     Cycles,
     /// `nodes[].instructions`, `threads[].instructions`.

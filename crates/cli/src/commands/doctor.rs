@@ -13,7 +13,7 @@ use crate::format;
 use anyhow::{Context, Result};
 use clap::Args;
 use rondpoint_linux::capabilities::{McCounters, PreciseSampling, Probe};
-use rondpoint_linux::machine::precise_events_of;
+use rondpoint_linux::machine::{precise_events_of, thread_dram_events_of};
 use rondpoint_linux::pmu::access::Verdict;
 use rondpoint_linux::pmu::attrs::{self, CpuIdent, PlannedAttr};
 use rondpoint_linux::pmu::events::Signal;
@@ -215,10 +215,12 @@ fn build(args: &DoctorArgs) -> Result<Report> {
         Access::read(&proc).context("reading perf_event_paranoid and capabilities"),
     )?;
     let probed = args.sysfs_root == Path::new("/sys") && args.proc_root == Path::new("/proc");
+    // The plan for these PMUs, its CPU taken from their own capabilities.
+    let planned = attrs::plan(&pmus, None).attrs;
     let capabilities = if probed {
         super::list::live_capabilities(&args.sysfs_root)?
     } else {
-        inferred_capabilities(&pmus, &access, &proc)
+        inferred_capabilities(&pmus, &planned, &access, &proc)
     };
     let policies = super::list::policies()?
         .into_iter()
@@ -237,7 +239,7 @@ fn build(args: &DoctorArgs) -> Result<Report> {
         proc_root: args.proc_root.display().to_string(),
         probed,
         hardware_pmu: pmus.iter().any(|p| p.kind.is_hardware()),
-        signals: signals(&pmus, &access),
+        signals: signals(&pmus, &planned, &access),
         pmus: pmus.iter().map(pmu_row).collect(),
         perf_event_paranoid: access.paranoid,
         privileges: access
@@ -273,7 +275,12 @@ fn named_tree<T>(root: &Path, default: &str, read: Result<T>) -> Result<T> {
 /// The capabilities of a machine whose PMUs and procfs were read from trees rather than
 /// probed: the probe's hardware counter opens when a core PMU is there and the paranoid
 /// level allows per-process counters.
-fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capabilities {
+fn inferred_capabilities(
+    pmus: &[Pmu],
+    planned: &[PlannedAttr],
+    access: &Access,
+    proc: &ProcRoot,
+) -> Capabilities {
     let core = pmus.iter().any(|p| p.kind == PmuKind::Core);
     let hardware_counters = match access.check(Scope::TaskUser) {
         Verdict::Refused(_) => Err(Errno::EACCES),
@@ -284,8 +291,6 @@ fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capa
         Verdict::Refused(_) => Err(Errno::EACCES),
         Verdict::Allowed(_) => Ok(()),
     };
-    // The plan for these PMUs, its CPU taken from their own capabilities.
-    let planned = attrs::plan(pmus, None).attrs;
     Probe {
         hardware_counters,
         page_faults,
@@ -294,9 +299,10 @@ fn inferred_capabilities(pmus: &[Pmu], access: &Access, proc: &ProcRoot) -> Capa
         watermarks: proc.root().join("zoneinfo").exists(),
         launches: true,
         interleave_weights: None,
-        mc_counters: inferred_mc_counters(&planned, access),
-        precise: inferred_precise(&planned, access),
-        links: Some(inferred_links(&planned)),
+        mc_counters: inferred_mc_counters(planned, access),
+        precise: inferred_precise(planned, access),
+        links: Some(inferred_links(planned)),
+        thread_dram: thread_dram_events_of(planned).err().map(|e| e.to_string()),
     }
     .capabilities()
 }
@@ -410,7 +416,7 @@ fn names(pmus: &[Pmu], pick: impl Fn(&Pmu) -> bool) -> Vec<String> {
 }
 
 /// Each signal rondpoint's policies use, where it could come from here and whether it does.
-fn signals(pmus: &[Pmu], access: &Access) -> Vec<SignalRow> {
+fn signals(pmus: &[Pmu], planned: &[PlannedAttr], access: &Access) -> Vec<SignalRow> {
     let refused = |scope| match access.check(scope) {
         Verdict::Refused(why) => Some(why),
         Verdict::Allowed(_) => None,
@@ -421,9 +427,20 @@ fn signals(pmus: &[Pmu], access: &Access) -> Vec<SignalRow> {
     let core = names(pmus, |p| p.kind == PmuKind::Core);
     rows.push(used_signal(
         "thread counters",
-        core,
+        core.clone(),
         refused(Scope::TaskUser),
         no_pmu,
+    ));
+    // The core PMU's DRAM load events, where this CPU's are catalogued.
+    let (dram, no_dram) = match thread_dram_events_of(planned) {
+        Ok(_) => (core, String::new()),
+        Err(why) => (Vec::new(), format!("{why}; estimated from samples")),
+    };
+    rows.push(used_signal(
+        "thread DRAM loads",
+        dram,
+        refused(Scope::TaskUser),
+        &no_dram,
     ));
     let software = names(pmus, |p| p.name == "software");
     rows.push(used_signal(

@@ -93,6 +93,9 @@ impl RunReport {
         if let Some(e) = &signals.counters_error {
             notes.push(format!("no hardware counters: {e}"));
         }
+        if let Some(e) = &signals.dram_counters_error {
+            notes.push(format!("DRAM loads estimated from samples: {e}"));
+        }
         let stats = machine.stats();
         if let Some(e) = &stats.lock_error {
             notes.push(format!(
@@ -429,6 +432,7 @@ mod tests {
                 estimated: vec!["cycles".into(), "DRAM traffic".into()],
                 missing: vec!["instructions".into(), "LLC misses".into()],
                 counters_error: None,
+                dram_counters_error: None,
             },
             stats: LiveStats {
                 samples: 1234,

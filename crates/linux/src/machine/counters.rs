@@ -2,10 +2,11 @@
 //! has no hardware counters to read, and the memory of each node.
 
 use super::LinuxMachine;
+use super::hwcounters::{Counted, Counts};
 use crate::procfs::ThreadSnapshot;
 use crate::sys::Sys;
 use rondpoint_model::{
-    CounterGroup, Counters, Estimate, NodeCounters, NodeId, NodeMemory, Pid, Sample,
+    AccessKind, CounterGroup, Counters, Estimate, NodeCounters, NodeId, NodeMemory, Pid, Sample,
     ThreadCounters, Tid,
 };
 use std::collections::BTreeMap;
@@ -26,6 +27,30 @@ const ESTIMATED: [(CounterGroup, &str); 4] = [
     ),
     (CounterGroup::Cycles, "cycles: CPU time x nominal clock"),
 ];
+
+/// How the threads' DRAM writes are had when their DRAM loads are counted.
+const DRAM_WRITES: (CounterGroup, &str) = (
+    CounterGroup::ThreadDramWrites,
+    "DRAM writes per thread: its counted DRAM loads times the share of writes in its samples \
+     (the core PMU counts loads)",
+);
+
+/// A thread's samples of an epoch: all of them, and the writes.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sampled {
+    all: u64,
+    writes: u64,
+}
+
+impl Sampled {
+    /// The writes among `accesses`, in the samples' proportion (none without samples).
+    fn writes_among(self, accesses: u64) -> u64 {
+        if self.all == 0 {
+            return 0;
+        }
+        (u128::from(accesses) * u128::from(self.writes.min(self.all)) / u128::from(self.all)) as u64
+    }
+}
 
 /// How the split by source is had when the memory controllers count the totals.
 const SPLIT_BY_SOURCE: &str = "DRAM traffic per node by source node: the counted totals split \
@@ -73,8 +98,8 @@ impl<S: Sys> LinuxMachine<S> {
     }
 
     /// The samples tallied: DRAM accesses per node by the node they came from, and samples per
-    /// thread.
-    fn tally(&self, samples: &[Sample]) -> (Vec<NodeCounters>, BTreeMap<(Pid, Tid), u64>) {
+    /// thread (all of them, and the writes).
+    fn tally(&self, samples: &[Sample]) -> (Vec<NodeCounters>, BTreeMap<(Pid, Tid), Sampled>) {
         let n = self.topology.len();
         let mut nodes: Vec<NodeCounters> = self
             .topology
@@ -86,7 +111,7 @@ impl<S: Sys> LinuxMachine<S> {
                 ..NodeCounters::default()
             })
             .collect();
-        let mut per_thread: BTreeMap<(Pid, Tid), u64> = BTreeMap::new();
+        let mut per_thread: BTreeMap<(Pid, Tid), Sampled> = BTreeMap::new();
         for s in samples {
             if let (Some(h), Some(src)) = (
                 s.home_node.and_then(|h| self.topology.index_of(h)),
@@ -95,7 +120,9 @@ impl<S: Sys> LinuxMachine<S> {
                 nodes[h].dram_accesses_by_source[src] += 1;
                 nodes[h].dram_reads += 1;
             }
-            *per_thread.entry((s.pid, s.tid)).or_insert(0) += 1;
+            let t = per_thread.entry((s.pid, s.tid)).or_default();
+            t.all += 1;
+            t.writes += u64::from(s.kind == AccessKind::Write);
         }
         (nodes, per_thread)
     }
@@ -113,40 +140,7 @@ impl<S: Sys> LinuxMachine<S> {
         let links = self.measure_links();
         let (hw, counted) = self.read_counters();
         self.forget_gone_threads(threads_of);
-        let mut threads = Vec::new();
-        let ticks_ns = 1e9 / 100.0; // USER_HZ is 100 on Linux
-        for (pid, list) in threads_of {
-            let pid = *pid;
-            for t in list {
-                let before = self
-                    .cpu_ticks
-                    .insert((pid, t.tid), t.cpu_ticks)
-                    .unwrap_or(0);
-                let busy_ns = t.cpu_ticks.saturating_sub(before) as f64 * ticks_ns;
-                let node = t
-                    .cpu
-                    .and_then(|c| self.topology.node_of_cpu(c))
-                    .unwrap_or(NodeId(0));
-                let accesses = per_thread.get(&(pid, t.tid)).copied().unwrap_or(0);
-                // Counted where the process has hardware counters (a thread created after
-                // they opened counts with its creator, and reads 0 here); estimated from CPU
-                // time where it has none.
-                let hw_counts = counted
-                    .contains(&pid)
-                    .then(|| hw.get(&(pid, t.tid)).copied().unwrap_or_default());
-                threads.push(ThreadCounters {
-                    pid,
-                    tid: t.tid,
-                    node,
-                    instructions: hw_counts.map_or(0, |c| c.instructions),
-                    cycles: hw_counts
-                        .map_or((busy_ns * self.config.nominal_ghz) as u64, |c| c.cycles),
-                    llc_misses: hw_counts.map_or(0, |c| c.llc_misses),
-                    dram_accesses: accesses,
-                    dram_writes: 0,
-                });
-            }
-        }
+        let threads = self.thread_counters(threads_of, &per_thread, &hw, &counted);
         for t in &threads {
             if let Some(i) = self.topology.index_of(t.node) {
                 nodes[i].cycles += t.cycles;
@@ -154,13 +148,20 @@ impl<S: Sys> LinuxMachine<S> {
         }
         // With every managed process counted by hardware, cycles, instructions and LLC misses
         // are measured; otherwise they are estimated (cycles) or missing.
-        let all_counted =
-            !self.managed.is_empty() && self.managed.iter().all(|p| counted.contains(p));
+        let all = |pids: &[Pid]| {
+            !self.managed.is_empty() && self.managed.iter().all(|p| pids.contains(p))
+        };
+        let all_counted = all(&counted.pids);
+        // With every managed process's DRAM loads counted by the core PMU, the threads' DRAM
+        // accesses are measured, and only their writes estimated.
+        let dram_counted = all(&counted.dram);
         // With memory-controller counters, the node traffic is counted (on every node, or in
         // part, which the words say) and only its split by source node estimated.
         let estimated: Vec<(CounterGroup, &str)> = ESTIMATED
             .iter()
             .filter(|(g, _)| !(all_counted && *g == CounterGroup::Cycles))
+            .filter(|(g, _)| !(dram_counted && *g == CounterGroup::ThreadDram))
+            .chain(dram_counted.then_some(&DRAM_WRITES))
             .filter_map(|&(g, how)| match (&counted_traffic, g) {
                 (Some((true, _)), CounterGroup::NodeDram) => None,
                 (Some((false, counted)), CounterGroup::NodeDram) => Some((g, counted.as_str())),
@@ -194,6 +195,61 @@ impl<S: Sys> LinuxMachine<S> {
                 .collect(),
             missing: missing.iter().map(|&(group, _)| group).collect(),
         }
+    }
+
+    /// Each thread's counters: counted where its process has hardware counters (DRAM loads
+    /// too where those are counted), else estimated (cycles from CPU time, DRAM accesses from
+    /// samples).
+    fn thread_counters(
+        &mut self,
+        threads_of: &[(Pid, Vec<ThreadSnapshot>)],
+        per_thread: &BTreeMap<(Pid, Tid), Sampled>,
+        hw: &BTreeMap<(Pid, Tid), Counts>,
+        counted: &Counted,
+    ) -> Vec<ThreadCounters> {
+        let mut threads = Vec::new();
+        let ticks_ns = 1e9 / 100.0; // USER_HZ is 100 on Linux
+        for (pid, list) in threads_of {
+            let pid = *pid;
+            for t in list {
+                let before = self
+                    .cpu_ticks
+                    .insert((pid, t.tid), t.cpu_ticks)
+                    .unwrap_or(0);
+                let busy_ns = t.cpu_ticks.saturating_sub(before) as f64 * ticks_ns;
+                let node = t
+                    .cpu
+                    .and_then(|c| self.topology.node_of_cpu(c))
+                    .unwrap_or(NodeId(0));
+                let sampled = per_thread.get(&(pid, t.tid)).copied().unwrap_or_default();
+                // Counted where the process has hardware counters (a thread created after
+                // they opened counts with its creator, and reads 0 here); estimated from CPU
+                // time where it has none.
+                let hw_counts = counted
+                    .pids
+                    .contains(&pid)
+                    .then(|| hw.get(&(pid, t.tid)).copied().unwrap_or_default());
+                let (dram_accesses, dram_writes) = match hw_counts {
+                    Some(c) if counted.dram.contains(&pid) => {
+                        let loads = c.dram_local.saturating_add(c.dram_remote);
+                        (loads, sampled.writes_among(loads))
+                    }
+                    _ => (sampled.all, sampled.writes),
+                };
+                threads.push(ThreadCounters {
+                    pid,
+                    tid: t.tid,
+                    node,
+                    instructions: hw_counts.map_or(0, |c| c.instructions),
+                    cycles: hw_counts
+                        .map_or((busy_ns * self.config.nominal_ghz) as u64, |c| c.cycles),
+                    llc_misses: hw_counts.map_or(0, |c| c.llc_misses),
+                    dram_accesses,
+                    dram_writes,
+                });
+            }
+        }
+        threads
     }
 
     /// Local share of the samples whose page node is known.

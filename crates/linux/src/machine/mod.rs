@@ -35,7 +35,7 @@ mod tests;
 mod uncore;
 mod upi;
 
-pub use hwcounters::thread_counter_attrs;
+pub use hwcounters::{thread_counter_attrs, thread_dram_events_of};
 pub use precise::precise_events_of;
 pub use sampler::PAGE_FAULT_FORMAT;
 use select::Launched;
@@ -117,6 +117,10 @@ pub struct Signals {
     /// Why hardware counters could not be opened, when the policy asked for them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counters_error: Option<String>,
+    /// Why a process's DRAM loads could not be counted where the machine has events for
+    /// them (they are estimated from samples instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dram_counters_error: Option<String>,
 }
 
 /// Live backend settings.
@@ -199,6 +203,8 @@ pub struct LinuxMachine<S: Sys> {
     probe: Option<Probe>,
     /// Hardware counters of the managed processes, when the policy asks for them.
     hw: Option<hwcounters::HwCounters>,
+    /// The per-thread DRAM events this machine has (found by the probe; empty without).
+    dram_events: hwcounters::DramEvents,
     /// The memory-controller counters, opened with the probe when the machine has them.
     uncore: Option<uncore::Uncore>,
     /// The UPI link counters, opened with the probe on two-socket machines that have them.
@@ -249,6 +255,7 @@ impl<S: Sys> LinuxMachine<S> {
                 probe.mc_counters = self.open_uncore(&pmus);
                 probe.precise = self.probe_precise(&pmus);
                 probe.links = self.open_upi(&pmus);
+                probe.thread_dram = self.probe_thread_dram(&pmus);
                 probe
             }
         };
@@ -275,6 +282,7 @@ impl<S: Sys> LinuxMachine<S> {
             launches,
             probe: None,
             hw: None,
+            dram_events: hwcounters::DramEvents::default(),
             uncore: None,
             upi: None,
             config,

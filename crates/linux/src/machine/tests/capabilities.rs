@@ -290,3 +290,117 @@ fn page_faults_are_hinting_faults_as_kernel_numa_balancing_says() {
     assert_eq!(sources(2), [HintingFault, PageFault]);
     assert_eq!(sources(0), [PageFault, PageFault]);
 }
+
+/// A machine managing memhog's threads on the Sapphire Rapids fixture's PMUs (which has the
+/// per-thread DRAM load events), counting.
+fn counting_on_spr(sys: FakeSys) -> (tempfile::TempDir, LinuxMachine<FakeSys>) {
+    let root = spr_sysfs("0", 16, 8);
+    let cfg = LiveConfig {
+        sysfs_root: root.path().to_path_buf(),
+        ..config()
+    };
+    let m = LinuxMachine::to_manage(memhog_threads(sys), topo(), cfg, vec![MEMHOG]);
+    (root, m)
+}
+
+/// The perf_open calls of a process's counters on the core PMU (`cpu`, type 4: counting,
+/// inherited, user space only; not PEBS's group leader): (pid, config).
+fn core_counter_opens(sys: &FakeSys) -> Vec<(i32, u64)> {
+    sys.calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::PerfOpen { attr, pid, .. }
+                if attr.kind == 4 && attr.sample_period == 0 && attr.inherit =>
+            {
+                assert!(attr.exclude_kernel, "{attr:?}");
+                Some((pid.0, attr.config))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn dram_loads_are_counted_per_thread_where_the_core_pmu_has_events() {
+    use rondpoint_model::CounterGroup::{ThreadDram, ThreadDramWrites};
+    let (_root, mut m) = counting_on_spr(FakeSys::new());
+    assert_eq!(
+        m.capabilities()
+            .support(rondpoint_model::Capability::ThreadDram),
+        rondpoint_model::Support::Full
+    );
+    m.set_sampling(&counting());
+    // MEM_LOAD_L3_MISS_RETIRED.LOCAL_DRAM (0x1d3) and REMOTE_DRAM (0x2d3): the probe's on
+    // rondpoint itself, then on each of memhog's three threads after its generic three.
+    let mut expected = vec![(0, 0x1d3), (0, 0x2d3)];
+    for tid in [4242, 4243, 4244] {
+        expected.extend([(tid, 0x1d3), (tid, 0x2d3)]);
+    }
+    assert_eq!(core_counter_opens(m.sys()), expected);
+    // Thread 4242's five counters: the fds after those of every open before (each open
+    // takes the next fd from 100).
+    let opens: Vec<i32> = m
+        .sys()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::PerfOpen { pid, .. } | Call::PerfOpenMember { pid, .. } => Some(pid.0),
+            _ => None,
+        })
+        .collect();
+    let before = opens.iter().position(|&p| p == 4242).unwrap() as i32;
+    let fds: Vec<i32> = (100 + before..).take(5).collect();
+    m.sys.counters.insert(fds[3], reading(30_000, 100, 100));
+    // Remote loads multiplexed: counted half the time, so doubled.
+    m.sys.counters.insert(fds[4], reading(5_000, 100, 50));
+    let obs = m.observe(0).unwrap();
+    let main = obs
+        .counters
+        .threads
+        .iter()
+        .find(|t| t.tid == Tid(4242))
+        .unwrap();
+    assert_eq!((main.dram_accesses, main.dram_writes), (40_000, 0));
+    assert!(!obs.counters.is_estimated(ThreadDram));
+    assert!(obs.counters.is_estimated(ThreadDramWrites));
+    assert_eq!(m.signals().dram_counters_error, None);
+}
+
+#[test]
+fn dram_loads_refused_are_estimated_from_samples_with_the_reason() {
+    use rondpoint_model::CounterGroup::ThreadDram;
+    // Refused when probed: the capability is estimated and says why; nothing is opened.
+    let mut sys = FakeSys::new();
+    sys.perf_refused.insert(4, Errno::EOPNOTSUPP);
+    let (_root, mut m) = counting_on_spr(sys);
+    match m
+        .capabilities()
+        .support(rondpoint_model::Capability::ThreadDram)
+    {
+        rondpoint_model::Support::Estimated(why) => assert!(why.contains("EOPNOTSUPP"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    m.set_sampling(&counting());
+    assert_eq!(
+        core_counter_opens(m.sys()),
+        [(0, 0x1d3)],
+        "the probe's, refused"
+    );
+    assert!(m.observe(0).unwrap().counters.is_estimated(ThreadDram));
+    // Refused for the process only (after the probe): counted without them, and why kept.
+    let (_root, mut m) = counting_on_spr(FakeSys::new());
+    let _ = m.capabilities();
+    m.sys.perf_refused.insert(4, Errno::EACCES);
+    m.set_sampling(&counting());
+    let why = m.signals().dram_counters_error.clone().unwrap_or_default();
+    assert!(
+        why.contains("EACCES") && why.contains("CAP_PERFMON"),
+        "{why}"
+    );
+    let obs = m.observe(0).unwrap();
+    assert!(obs.counters.is_estimated(ThreadDram));
+    assert!(
+        !obs.counters
+            .is_missing(rondpoint_model::CounterGroup::Instructions)
+    );
+}
