@@ -15,10 +15,14 @@
 //! both count the same way) tests all of this on machines without a PMU, such as the
 //! project's.
 
+mod wide;
+
 use anyhow::{Context, Result};
 use rondpoint_linux::machine::{thread_counter_attrs, thread_dram_events_of};
+use rondpoint_linux::pmu::access::Verdict;
 use rondpoint_linux::pmu::attrs::{self, CpuIdent};
-use rondpoint_linux::pmu::{self, Pmu};
+use rondpoint_linux::pmu::{self, Access, Pmu, Scope};
+use rondpoint_linux::procfs::ProcRoot;
 use rondpoint_linux::sys::{Errno, PerfAttr, PerfFd, PerfReading, RealSys, Sys};
 use rondpoint_linux::sysfs::SysfsRoot;
 use rondpoint_model::Pid;
@@ -89,6 +93,10 @@ fn software_events() -> Vec<Event> {
     };
     vec![("page-faults:u".to_string(), attr, 1.0)]
 }
+
+/// perf stat's field separator (`-x`): not a comma, which events written with terms contain
+/// (`cpu/event=0xd3,umask=0x1/u`).
+const SEPARATOR: &str = ";";
 
 /// How long perf may take to open its events on the workload.
 const PERF_READY: Duration = Duration::from_secs(10);
@@ -181,7 +189,8 @@ pub fn run(json: bool, software: bool) -> Result<ExitCode> {
         "self-check: counting a {WORKLOAD_MIB} MiB memory walk with rondpoint's counters and \
          perf stat"
     );
-    let events = count_both(&mut sys, &perf, &events)?;
+    let mut events = count_both(&mut sys, &perf, &events)?;
+    events.extend(system_wide(&mut sys, &perf, software)?);
     let ok = events.iter().all(|e| e.ok);
     let report = SelfCheck {
         workload: format!("{WORKLOAD_MIB} MiB walked {PASSES} times, one line at a time"),
@@ -198,6 +207,34 @@ pub fn run(json: bool, software: bool) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The system-wide comparison (module `wide`): the memory-controller counters where this
+/// machine has them (page faults on every CPU with `software`), when system-wide events may
+/// be opened here; nothing, with a note, otherwise.
+fn system_wide(sys: &mut RealSys, perf: &Path, software: bool) -> Result<Vec<Compared>> {
+    let events = if software {
+        let online =
+            rondpoint_safeio::read_system_text(Path::new("/sys/devices/system/cpu/online"))
+                .context("reading the online CPUs")?;
+        let cpus = rondpoint_model::cpulist::parse(&online)
+            .map_err(|e| anyhow::anyhow!("/sys/devices/system/cpu/online: {e}"))?;
+        wide::page_fault_events(&cpus)
+    } else {
+        let (pmus, cpu) = this_machine();
+        wide::controller_events(&pmus, cpu.as_ref())
+    };
+    if events.is_empty() {
+        eprintln!("self-check: no memory-controller counters here: those are not compared");
+        return Ok(Vec::new());
+    }
+    let access = Access::read(&ProcRoot::new("/proc")).context("reading perf_event_paranoid")?;
+    if let Verdict::Refused(why) = access.check(Scope::Cpu) {
+        eprintln!("self-check: system-wide counters are not permitted ({why}): not compared");
+        return Ok(Vec::new());
+    }
+    eprintln!("self-check: counting a second walk system-wide, with rondpoint and perf stat -a");
+    wide::count(sys, perf, &events)
 }
 
 /// Starts the workload, counts it with rondpoint's counters and perf stat, and compares.
@@ -240,7 +277,7 @@ fn count_child(
     let names: Vec<&str> = events.iter().map(|a| a.0.as_str()).collect();
     // perf stat prints its counts on its standard error at the end.
     let mut perf_child = Command::new(perf)
-        .args(["stat", "-x", ","])
+        .args(["stat", "-x", SEPARATOR])
         .args(["-e", &names.join(","), "-p", &pid.0.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -343,7 +380,7 @@ fn parse_perf_csv(text: &str) -> Vec<(String, Option<u64>)> {
     text.lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .filter_map(|l| {
-            let mut fields = l.split(',');
+            let mut fields = l.split(SEPARATOR);
             let value = fields.next()?.trim();
             let _unit = fields.next()?;
             let event = fields.next()?.trim().to_string();
@@ -363,26 +400,29 @@ fn compare(
         .iter()
         .zip(readings)
         .map(|((name, _, tolerance_pct), reading)| {
-            let tolerance_pct = *tolerance_pct;
-            let ours = reading.scaled_total();
             let theirs = counted
                 .iter()
                 .find(|(e, _)| e == name)
                 .and_then(|(_, v)| *v);
-            let difference_pct = theirs
-                .filter(|&t| t > 0)
-                .map(|t| 100.0 * (ours as f64 - t as f64) / t as f64);
-            let close = theirs.is_some_and(|t| t.abs_diff(ours) < AGREE_BELOW);
-            Compared {
-                event: name.clone(),
-                rondpoint: ours,
-                perf: theirs,
-                difference_pct,
-                tolerance_pct,
-                ok: close || difference_pct.is_some_and(|d| d.abs() <= tolerance_pct),
-            }
+            verdict(name.clone(), reading.scaled_total(), theirs, *tolerance_pct)
         })
         .collect()
+}
+
+/// rondpoint's count of `event` against perf's (`None`: perf did not count it).
+fn verdict(event: String, ours: u64, theirs: Option<u64>, tolerance_pct: f64) -> Compared {
+    let difference_pct = theirs
+        .filter(|&t| t > 0)
+        .map(|t| 100.0 * (ours as f64 - t as f64) / t as f64);
+    let close = theirs.is_some_and(|t| t.abs_diff(ours) < AGREE_BELOW);
+    Compared {
+        event,
+        rondpoint: ours,
+        perf: theirs,
+        difference_pct,
+        tolerance_pct,
+        ok: close || difference_pct.is_some_and(|d| d.abs() <= tolerance_pct),
+    }
 }
 
 fn render(r: &SelfCheck) -> String {
@@ -390,8 +430,15 @@ fn render(r: &SelfCheck) -> String {
         "self-check: rondpoint's counters against perf stat, on {}\n",
         r.workload
     );
+    let width = r
+        .events
+        .iter()
+        .map(|e| e.event.len())
+        .max()
+        .unwrap_or(0)
+        .max(16);
     s.push_str(&format!(
-        "  {:<16} {:>16} {:>16} {:>11} {:>7}\n",
+        "  {:<width$} {:>16} {:>16} {:>11} {:>7}\n",
         "event", "rondpoint", "perf", "difference", "within"
     ));
     for e in &r.events {
@@ -400,7 +447,7 @@ fn render(r: &SelfCheck) -> String {
             .difference_pct
             .map_or("-".to_string(), |d| format!("{d:+.2}%"));
         s.push_str(&format!(
-            "  {:<16} {:>16} {:>16} {:>11} {:>6}%  {}\n",
+            "  {:<width$} {:>16} {:>16} {:>11} {:>6}%  {}\n",
             e.event,
             e.rondpoint,
             perf,
@@ -423,17 +470,20 @@ mod tests {
 
     #[test]
     fn perf_csv_lines_give_counts_and_skip_the_rest() {
-        // perf 6.1's `stat -x , -o FILE` output, and a line this machine (no PMU) prints.
+        // perf 6.1's `stat -x ';' -o FILE` output, lines this machine (no PMU) prints, and an
+        // event written with terms (commas in its name).
         let text = "# started on Sun Nov 29 10:00:00 2026\n\n\
-                    1234567,,instructions:u,1000000,100.00,,\n\
-                    <not supported>,,cycles:u,0,100.00,,\n\
-                    <not counted>,,cache-misses:u,0,0.00,,\n";
+                    1234567;;instructions:u;1000000;100.00;;\n\
+                    <not supported>;;cycles:u;0;100.00;;\n\
+                    <not counted>;;cache-misses:u;0;0.00;;\n\
+                    4321;;cpu/event=0xd3,umask=0x1/u;1000000;100.00;;\n";
         assert_eq!(
             parse_perf_csv(text),
             [
                 ("instructions:u".to_string(), Some(1_234_567)),
                 ("cycles:u".to_string(), None),
                 ("cache-misses:u".to_string(), None),
+                ("cpu/event=0xd3,umask=0x1/u".to_string(), Some(4321)),
             ]
         );
     }
