@@ -5,9 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{stdout, workspace};
+use crate::common::{stdout, workspace};
 use serde_json::Value;
 use std::collections::BTreeMap;
 

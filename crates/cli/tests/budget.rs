@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::rondpoint;
+use crate::common::rondpoint;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

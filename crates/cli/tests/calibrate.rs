@@ -2,9 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{rondpoint, stdout};
+use crate::common::{rondpoint, stdout};
 use predicates::prelude::*;
 use rondpoint_model::GapCurve;
 

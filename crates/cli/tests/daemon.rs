@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{rondpoint, workspace};
+use crate::common::{rondpoint, workspace};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::process::{Command, Stdio};
@@ -62,7 +60,7 @@ fn manages_a_pid_publishes_state_and_stops_on_sigterm() {
     // What `rondpoint top` shows, read back by it.
     assert_eq!(s["top"]["source"], "daemon");
     assert_eq!(s["top"]["processes"][0]["pid"], victim.id());
-    let shown = common::stdout(&["top", "--json", "--state", state.to_str().unwrap()]);
+    let shown = crate::common::stdout(&["top", "--json", "--state", state.to_str().unwrap()]);
     let shown: Value = serde_json::from_str(&shown).unwrap();
     assert_eq!(shown["processes"][0]["comm"], "sleep");
     assert!(shown["nodes"].is_array());

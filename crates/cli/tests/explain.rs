@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{rondpoint, stdout, workspace};
+use crate::common::{rondpoint, stdout, workspace};
 use serde_json::Value;
 use std::path::Path;
 

@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::rondpoint;
+use crate::common::rondpoint;
 use serde_json::Value;
 
 /// Runs `rondpoint ARGS`, and checks that its standard output is one JSON document; returns it

@@ -4,10 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::rondpoint;
-use common::svg_texts as texts;
+use crate::common::rondpoint;
+use crate::common::svg_texts as texts;
 use predicates::prelude::*;
 use serde_json::Value;
 

@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{rondpoint, stdout};
+use crate::common::{rondpoint, stdout};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -222,7 +220,7 @@ fn a_policy_the_recorded_machine_could_not_run_is_refused_as_run_would() {
 #[test]
 fn sim_record_and_replay_decide_alike_for_nmass() {
     let dir = tempfile::tempdir().unwrap();
-    let wl9 = common::workspace().join("examples/scenarios/nmass/wl9.toml");
+    let wl9 = crate::common::workspace().join("examples/scenarios/nmass/wl9.toml");
     let wl9 = wl9.to_str().unwrap();
     for set in ["n-mass.inputs.mpki=measured", "n-mass.inputs.mpki=profile"] {
         let file = dir.path().join("wl9.jsonl");

@@ -4,8 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-use common::stdout;
+use crate::common::stdout;
 
 /// The replay table of `policy` over the recording `name`.
 fn replayed(name: &str, policy: &str) -> String {

@@ -6,9 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::rondpoint;
+use crate::common::rondpoint;
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -37,7 +35,7 @@ fn one_node_machine_runs_the_program_unchanged_with_its_exit_status() {
 /// of the refusal on a machine of several nodes.
 #[test]
 fn one_node_machine_says_what_the_policy_would_lack_here() {
-    let caps: Value = serde_json::from_str(&common::stdout(&[
+    let caps: Value = serde_json::from_str(&crate::common::stdout(&[
         "list",
         "capabilities",
         "--json",
@@ -252,7 +250,7 @@ fn n_mass_on_profiles_refuses_a_program_without_one_before_it_starts() {
 fn sigterm_is_passed_on_to_the_program_and_the_report_still_printed() {
     let bin = assert_cmd::cargo::cargo_bin("rondpoint");
     let child = std::process::Command::new(bin)
-        .current_dir(common::workspace())
+        .current_dir(crate::common::workspace())
         .args([
             "run",
             "--epoch-ms",
@@ -325,7 +323,7 @@ fn a_live_run_is_recorded_and_replays_offline() {
         assert!(e["observation"]["samples"].as_array().unwrap().len() <= 50);
     }
     let j: Value =
-        serde_json::from_str(&common::stdout(&["replay", f, "-p", "carrefour", "--json"])).unwrap();
+        serde_json::from_str(&crate::common::stdout(&["replay", f, "-p", "carrefour", "--json"])).unwrap();
     assert_eq!(j["epochs"].as_array().unwrap().len(), epochs.len());
 }
 
@@ -384,7 +382,7 @@ fn a_recording_that_fails_midway_ends_without_ending_the_run() {
     );
     let out = std::process::Command::new("sh")
         .args(["-c", &script])
-        .current_dir(common::workspace())
+        .current_dir(crate::common::workspace())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{out:?}");
@@ -406,7 +404,7 @@ fn a_recording_that_fails_midway_ends_without_ending_the_run() {
 fn policies_that_need_hardware_counters_are_refused_where_there_are_none() {
     // This project's machines are VMs without a PMU; where a machine has one, the policies
     // run instead, and this test has nothing to check.
-    let caps: Value = serde_json::from_str(&common::stdout(&[
+    let caps: Value = serde_json::from_str(&crate::common::stdout(&[
         "list",
         "capabilities",
         "--json",
@@ -444,7 +442,7 @@ fn policies_that_need_hardware_counters_are_refused_where_there_are_none() {
 #[test]
 fn numactl_s_flags_set_the_program_s_policy_and_cpus() {
     // On any machine: node 0 and CPU 0 exist, and the program reports what it runs under.
-    let out = common::stdout(&[
+    let out = crate::common::stdout(&[
         "run",
         "--policy",
         "first-touch",

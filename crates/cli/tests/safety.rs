@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{rondpoint, workspace};
+use crate::common::{rondpoint, workspace};
 use predicates::prelude::*;
 use std::os::unix::fs::FileTypeExt;
 use std::process::{Command, Stdio};

@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{rondpoint, stdout};
+use crate::common::{rondpoint, stdout};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -556,7 +554,7 @@ fn remote_placement_keeps_a_programs_own_binding() {
 fn oaas_measures_the_machine_it_runs_on() {
     let dir = tempfile::tempdir().unwrap();
     let preset = std::fs::read_to_string(
-        common::workspace().join("crates/sim/presets/machines/r905-asymmetric.toml"),
+        crate::common::workspace().join("crates/sim/presets/machines/r905-asymmetric.toml"),
     )
     .unwrap();
     let flat: String = preset
@@ -570,7 +568,7 @@ fn oaas_measures_the_machine_it_runs_on() {
         .join("\n");
     let machine = dir.path().join("r905-no-gap.toml");
     std::fs::write(&machine, flat).unwrap();
-    let pg4 = common::workspace().join("examples/scenarios/oaas/pg-4.toml");
+    let pg4 = crate::common::workspace().join("examples/scenarios/oaas/pg-4.toml");
     let run = |extra: &[&str]| -> Value {
         let args = [
             &[

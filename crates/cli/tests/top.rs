@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
-use common::{rondpoint, stdout};
+use crate::common::{rondpoint, stdout};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -74,7 +72,7 @@ fn a_snapshot_pictures_the_screen_of_a_state_file_or_a_simulation() {
         .success();
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<!-- rondpoint chart -->"));
-    let cells: String = common::svg_texts(&text).concat();
+    let cells: String = crate::common::svg_texts(&text).concat();
     for says in ["rondpoint", "top", "mgen", "node"] {
         assert!(cells.contains(says), "{says}: {cells}");
     }
@@ -118,7 +116,7 @@ fn top_reads_the_state_of_a_run_as_of_a_daemon() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.json");
     let mut run = std::process::Command::new(assert_cmd::cargo::cargo_bin("rondpoint"))
-        .current_dir(common::workspace())
+        .current_dir(crate::common::workspace())
         .args(["run", "--sysfs-root", "fixtures/sysfs/r905-asymmetric"])
         .args(["--epoch-ms", "100", "--state-file"])
         .arg(&state)

@@ -2,7 +2,7 @@
 //! simulator: Figures 5 and 6, Tables 3 and 4, and the overhead when nothing can be improved.
 //! Bands are stated per test; docs/reproduction.md has our numbers beside the paper's, and
 //! lists the claims the model does not reproduce (those are not asserted here).
-//! `cargo test -p rondpoint-sim --test carrefour_reproduction -- --nocapture` prints the figures.
+//! `cargo test -p rondpoint-sim --test sim carrefour_reproduction:: -- --nocapture` prints the figures.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,6 +1,6 @@
 //! Reproductions of \[Majo11\] (N-MASS) on `nehalem-e5520-2s`, each with an honest band;
 //! docs/reproduction.md has the paper's numbers beside ours and says what is not reproduced.
-//! `cargo test -p rondpoint-sim --test nmass_reproduction -- --nocapture` prints our figures.
+//! `cargo test -p rondpoint-sim --test sim nmass_reproduction:: -- --nocapture` prints our figures.
 //!
 //! Slowdowns are the paper's (§4.1): each program's time in the workload over its time alone
 //! on its home node; programs that finish first are restarted until each has run once. The

@@ -1,6 +1,6 @@
 //! Reproductions of \[Gaud10\] (OAAS) in the simulator on `r905-asymmetric`, each with an
 //! honest tolerance band; docs/reproduction.md has the table of what we get beside what the
-//! paper reports. `cargo test -p rondpoint-sim --test oaas_reproduction -- --nocapture` prints
+//! paper reports. `cargo test -p rondpoint-sim --test sim oaas_reproduction:: -- --nocapture` prints
 //! our figures.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -5,7 +5,7 @@
 //! band is on directions, with the tolerance stated per test. docs/reproduction.md has our
 //! numbers and the claims the model does not reproduce; for those a test asserts what the
 //! model does instead, so that a change to the model that reproduces them shows up.
-//! `cargo test -p rondpoint-sim --test remote_reproduction -- --nocapture` prints the figures.
+//! `cargo test -p rondpoint-sim --test sim remote_reproduction:: -- --nocapture` prints the figures.
 //!
 //! As in the paper's runs, AutoNUMA is on everywhere (Linux 5.3's default): the FT baseline is
 //! the `autonuma` policy, hybrid and usage-aware run with `autonuma = true`, dm and ua-dm run it

@@ -1,6 +1,6 @@
 //! Reproductions of the seed papers' results in the simulator, each with an honest tolerance
 //! band. docs/reproduction.md has the table of what we get beside what the papers report;
-//! `cargo test -p rondpoint-sim --test reproduction -- --nocapture` prints our figures.
+//! `cargo test -p rondpoint-sim --test sim -- --nocapture --skip _reproduction:: reproduction::` prints our figures.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
