@@ -2,11 +2,11 @@
 //! they are compiled and linked once rather than once per file. `cargo test -p rondpoint
 //! --test cli doctor::` runs one file's tests.
 
-mod common;
 mod auto;
 mod budget;
 mod calibrate;
 mod cgroups;
+mod common;
 mod daemon;
 mod doctor;
 mod explain;

@@ -322,8 +322,14 @@ fn a_live_run_is_recorded_and_replays_offline() {
         assert_eq!(e["kind"], "epoch");
         assert!(e["observation"]["samples"].as_array().unwrap().len() <= 50);
     }
-    let j: Value =
-        serde_json::from_str(&crate::common::stdout(&["replay", f, "-p", "carrefour", "--json"])).unwrap();
+    let j: Value = serde_json::from_str(&crate::common::stdout(&[
+        "replay",
+        f,
+        "-p",
+        "carrefour",
+        "--json",
+    ]))
+    .unwrap();
     assert_eq!(j["epochs"].as_array().unwrap().len(), epochs.len());
 }
 

@@ -239,6 +239,15 @@ fn system_wide(sys: &mut RealSys, perf: &Path, software: bool) -> Result<Vec<Com
 
 /// Starts the workload, counts it with rondpoint's counters and perf stat, and compares.
 fn count_both(sys: &mut RealSys, perf: &Path, events: &[Event]) -> Result<Vec<Compared>> {
+    with_workload(|child| {
+        let pid = Pid(i32::try_from(child.id()).context("the workload's pid")?);
+        count_child(sys, perf, events, child, pid)
+    })
+}
+
+/// Starts the workload and runs `count` with it; however that goes, the workload is not left
+/// running.
+fn with_workload<T>(count: impl FnOnce(&mut Child) -> Result<T>) -> Result<T> {
     let exe = std::env::current_exe().context("finding rondpoint's own executable")?;
     let mut child = Command::new(exe)
         .args(["doctor", "--self-check-workload", &WORKLOAD_MIB.to_string()])
@@ -246,12 +255,30 @@ fn count_both(sys: &mut RealSys, perf: &Path, events: &[Event]) -> Result<Vec<Co
         .stdout(Stdio::piped())
         .spawn()
         .context("starting the workload")?;
-    let pid = Pid(i32::try_from(child.id()).context("the workload's pid")?);
-    let result = count_child(sys, perf, events, &mut child, pid);
-    // However it went, nothing is left running.
+    let result = count(&mut child);
     let _ = child.kill();
     let _ = child.wait();
     result
+}
+
+/// Waits until the workload says it has started (its loader and runtime are not the walk's).
+fn await_ready(child: &mut Child) -> Result<()> {
+    let mut ready = [0u8; 6];
+    if let Some(out) = child.stdout.as_mut() {
+        out.read_exact(&mut ready)
+            .context("waiting for the workload to start")?;
+    }
+    Ok(())
+}
+
+/// Starts the workload's walk and waits for it to end.
+fn walk(child: &mut Child) -> Result<std::process::ExitStatus> {
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(b"g")
+            .context("starting the workload's walk")?;
+    }
+    child.wait().context("waiting for the workload")
 }
 
 fn count_child(
@@ -261,12 +288,7 @@ fn count_child(
     child: &mut Child,
     pid: Pid,
 ) -> Result<Vec<Compared>> {
-    // Counted from when it has started (its loader and runtime are not the walk's).
-    let mut ready = [0u8; 6];
-    if let Some(out) = child.stdout.as_mut() {
-        out.read_exact(&mut ready)
-            .context("waiting for the workload to start")?;
-    }
+    await_ready(child)?;
     let mut fds: Vec<PerfFd> = Vec::new();
     for (name, attr, _) in events {
         let fd = sys
@@ -289,12 +311,7 @@ fn count_child(
         let _ = perf_child.wait();
         return Err(e);
     }
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(b"g")
-            .context("starting the workload's walk")?;
-    }
-    let status = child.wait().context("waiting for the workload")?;
+    let status = walk(child)?;
     let readings: Vec<PerfReading> = fds
         .iter()
         .map(|&fd| sys.perf_read(fd).unwrap_or_default())

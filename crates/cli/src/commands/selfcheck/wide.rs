@@ -11,7 +11,8 @@
 //! CPU (`--self-check-software`) tests this path.
 
 use super::{
-    Compared, SEPARATOR, WORKLOAD_MIB, parse_perf_csv, verdict, wait_for_events, wait_with_deadline,
+    Compared, SEPARATOR, await_ready, parse_perf_csv, verdict, wait_for_events, wait_with_deadline,
+    walk, with_workload,
 };
 use anyhow::{Context, Result};
 use rondpoint_linux::pmu::Pmu;
@@ -19,7 +20,7 @@ use rondpoint_linux::pmu::attrs::{self, CpuIdent, Target};
 use rondpoint_linux::pmu::events::{Encoding, Signal};
 use rondpoint_linux::sys::{PerfAttr, PerfFd, RealSys, Sys};
 use rondpoint_model::Pid;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -88,33 +89,19 @@ pub(super) fn page_fault_events(cpus: &[u32]) -> Vec<WideEvent> {
 
 /// Counts a walk with `events` (rondpoint's) and `perf stat -a`, and compares each row's sum.
 pub(super) fn count(sys: &mut RealSys, perf: &Path, events: &[WideEvent]) -> Result<Vec<Compared>> {
-    let exe = std::env::current_exe().context("finding rondpoint's own executable")?;
-    let mut child = Command::new(exe)
-        .args(["doctor", "--self-check-workload", &WORKLOAD_MIB.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("starting the workload")?;
-    let names: Vec<&str> = events.iter().map(|e| e.perf.as_str()).collect();
-    let perf_child = Command::new(perf)
-        .args(["stat", "-a", "-x", SEPARATOR, "-e", &names.join(",")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting perf stat -a");
-    let result = match perf_child {
-        Ok(mut perf_child) => {
-            let r = count_with(sys, events, &mut child, &mut perf_child);
-            let _ = perf_child.kill();
-            let _ = perf_child.wait();
-            r
-        }
-        Err(e) => Err(e),
-    };
-    // However it went, nothing is left running.
-    let _ = child.kill();
-    let _ = child.wait();
-    result
+    with_workload(|child| {
+        let names: Vec<&str> = events.iter().map(|e| e.perf.as_str()).collect();
+        let mut perf_child = Command::new(perf)
+            .args(["stat", "-a", "-x", SEPARATOR, "-e", &names.join(",")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting perf stat -a")?;
+        let result = count_with(sys, events, child, &mut perf_child);
+        let _ = perf_child.kill();
+        let _ = perf_child.wait();
+        result
+    })
 }
 
 fn count_with(
@@ -123,11 +110,7 @@ fn count_with(
     child: &mut Child,
     perf: &mut Child,
 ) -> Result<Vec<Compared>> {
-    let mut ready = [0u8; 6];
-    if let Some(out) = child.stdout.as_mut() {
-        out.read_exact(&mut ready)
-            .context("waiting for the workload to start")?;
-    }
+    await_ready(child)?;
     let fds_wanted = events.iter().map(|e| e.cpus.len()).sum();
     wait_for_events(perf, fds_wanted)?;
     let mut fds: Vec<(usize, PerfFd)> = Vec::new();
@@ -138,12 +121,7 @@ fn count_with(
         }
         return Err(e);
     }
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(b"g")
-            .context("starting the workload's walk")?;
-    }
-    let status = child.wait().context("waiting for the workload")?;
+    let status = walk(child)?;
     let mut ours = vec![0u64; events.len()];
     for (i, fd) in fds {
         let count = sys.perf_read(fd).map(|r| r.scaled_total()).unwrap_or(0);

@@ -156,6 +156,16 @@ fn counting() -> SamplingRequest {
     }
 }
 
+/// Thread `tid`'s counters in an observation.
+fn thread_of(obs: &rondpoint_model::Observation, tid: i32) -> rondpoint_model::ThreadCounters {
+    obs.counters
+        .threads
+        .iter()
+        .find(|t| t.tid == Tid(tid))
+        .cloned()
+        .unwrap()
+}
+
 #[test]
 fn hardware_counters_open_on_every_thread_inherited_and_read_per_epoch() {
     let (_dir, proc_root, mut m) = on_proc_copy(memhog_threads(FakeSys::new()), vec![MEMHOG]);
@@ -180,14 +190,7 @@ fn hardware_counters_open_on_every_thread_inherited_and_read_per_epoch() {
     // Thread 4243's instructions were multiplexed: counted half the time, so doubled.
     m.sys.counters.insert(105, reading(300, 100, 50));
     let obs = m.observe(0).unwrap();
-    let t = |tid: i32| {
-        obs.counters
-            .threads
-            .iter()
-            .find(|t| t.tid == Tid(tid))
-            .cloned()
-            .unwrap()
-    };
+    let t = |tid: i32| thread_of(&obs, tid);
     assert_eq!(
         (t(4242).instructions, t(4242).cycles, t(4242).llc_misses),
         (1_000_000, 2_000_000, 5_000)
@@ -210,12 +213,7 @@ fn hardware_counters_open_on_every_thread_inherited_and_read_per_epoch() {
     m.sys.counters.insert(102, reading(1_500_000, 200, 200));
     std::fs::remove_dir_all(proc_root.join("4242/task/4244")).unwrap();
     let obs = m.observe(0).unwrap();
-    let main = obs
-        .counters
-        .threads
-        .iter()
-        .find(|t| t.tid == Tid(4242))
-        .unwrap();
+    let main = thread_of(&obs, 4242);
     assert_eq!(main.instructions, 500_000);
     assert!(obs.counters.threads.iter().all(|t| t.tid != Tid(4244)));
     assert_eq!(
@@ -354,12 +352,7 @@ fn dram_loads_are_counted_per_thread_where_the_core_pmu_has_events() {
     // Remote loads multiplexed: counted half the time, so doubled.
     m.sys.counters.insert(fds[4], reading(5_000, 100, 50));
     let obs = m.observe(0).unwrap();
-    let main = obs
-        .counters
-        .threads
-        .iter()
-        .find(|t| t.tid == Tid(4242))
-        .unwrap();
+    let main = thread_of(&obs, 4242);
     assert_eq!((main.dram_accesses, main.dram_writes), (40_000, 0));
     assert!(!obs.counters.is_estimated(ThreadDram));
     assert!(obs.counters.is_estimated(ThreadDramWrites));

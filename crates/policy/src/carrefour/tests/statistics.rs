@@ -188,6 +188,32 @@ fn fault_samples_accumulate_over_a_window_of_epochs() {
     assert_eq!(c.decide(&topo(), &twice).len(), 1);
 }
 
+/// Carrefour over `epochs` epochs in which pages 0 to 19 each take a hinting fault from the
+/// node `scans` gives for the epoch (none: no scan then); the epochs it acted in, with what
+/// it did (nothing applies the moves).
+fn scanned(
+    cfg: CarrefourConfig,
+    epochs: u64,
+    scans: impl Fn(u64) -> Option<u16>,
+) -> Vec<(u64, Vec<Action>)> {
+    let mut c = Carrefour::new(cfg).unwrap();
+    let mut decided = Vec::new();
+    for epoch in 0..epochs {
+        let mut obs = observe(Epoch {
+            samples: scans(epoch).map_or_else(Vec::new, |n| {
+                (0..20).map(|p| hinting_fault(p, n, 0)).collect()
+            }),
+            ..Epoch::default()
+        });
+        obs.epoch = epoch;
+        let actions = c.decide(&topo(), &obs);
+        if !actions.is_empty() {
+            decided.push((epoch, actions));
+        }
+    }
+    decided
+}
+
 #[test]
 fn the_fault_window_follows_a_scanner_slower_than_its_shortest() {
     // The kernel scans the process every 11 epochs, more than the shortest fault-sample window
@@ -195,29 +221,12 @@ fn the_fault_window_follows_a_scanner_slower_than_its_shortest() {
     // touch on node 0. A fixed 8-epoch window never holds two of them (the testbed's
     // carrefour-own-shared failed this way when its scanner slowed down); the measured window
     // does from the third scan on.
-    let run = |cfg: CarrefourConfig| {
-        let mut c = Carrefour::new(cfg).unwrap();
-        let mut decided = Vec::new();
-        for epoch in 0..50u64 {
-            let node = match epoch {
-                0 => Some(0),
-                e if e % 11 == 1 => Some(2),
-                _ => None,
-            };
-            let mut obs = observe(Epoch {
-                samples: node.map_or_else(Vec::new, |n| {
-                    (0..20).map(|p| hinting_fault(p, n, 0)).collect()
-                }),
-                ..Epoch::default()
-            });
-            obs.epoch = epoch;
-            let actions = c.decide(&topo(), &obs);
-            if !actions.is_empty() {
-                decided.push((epoch, actions));
-            }
-        }
-        decided
+    let scans = |epoch: u64| match epoch {
+        0 => Some(0),
+        e if e % 11 == 1 => Some(2),
+        _ => None,
     };
+    let run = |cfg: CarrefourConfig| scanned(cfg, 50, scans);
     // (Nothing applies the move here, so the pages are decided again two scans later.)
     assert_eq!(
         run(paper()).first(),
@@ -242,26 +251,12 @@ fn the_fault_window_holds_a_scan_period_that_doubled() {
     // period after a scan that found nothing to do): each page's first hinting fault (epoch 1)
     // is its first touch, then one per scan from node 2. The window measured from the first
     // gap must hold the next, twice as long, or no page ever has two samples at once.
-    let mut c = Carrefour::new(paper()).unwrap();
-    let mut decided = None;
-    for epoch in 0..60u64 {
-        let node = match epoch {
-            1 => Some(0),
-            10 | 19 | 38 | 57 => Some(2),
-            _ => None,
-        };
-        let mut obs = observe(Epoch {
-            samples: node.map_or_else(Vec::new, |n| {
-                (0..20).map(|p| hinting_fault(p, n, 0)).collect()
-            }),
-            ..Epoch::default()
-        });
-        obs.epoch = epoch;
-        if !c.decide(&topo(), &obs).is_empty() && decided.is_none() {
-            decided = Some(epoch);
-        }
-    }
-    assert_eq!(decided, Some(38));
+    let decided = scanned(paper(), 60, |epoch| match epoch {
+        1 => Some(0),
+        10 | 19 | 38 | 57 => Some(2),
+        _ => None,
+    });
+    assert_eq!(decided.first().map(|(e, _)| *e), Some(38));
 }
 
 #[test]
