@@ -1,7 +1,7 @@
 //! A grouped bar chart on one drawing area: one group per label along x, one bar per series
 //! in each group, a legend naming the series, and an optional reference line.
 
-use super::{FONT, err};
+use super::{FONT, err, legend};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -131,14 +131,6 @@ impl Bars {
             EmptyElement::at((g as f64, 0.0)) + Text::new(label.clone(), (0, 8), below.clone())
         });
         chart.draw_series(labels).map_err(err)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        legend(&mut chart)
     }
 }

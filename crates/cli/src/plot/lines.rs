@@ -2,7 +2,7 @@
 //! naming the series.
 
 use super::bars::{COLORS, axis_top};
-use super::{FONT, err};
+use super::{FONT, err, legend};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -71,14 +71,6 @@ impl Lines {
                 }
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 14))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        legend(&mut chart)
     }
 }

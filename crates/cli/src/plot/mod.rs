@@ -59,6 +59,21 @@ pub(crate) fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("drawing the chart: {e}")
 }
 
+/// Draws a chart's legend, the series' labels, in its upper right corner over a light
+/// background (every chart draws its own the same way).
+pub(crate) fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font((FONT, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
 /// The font family every text of a chart uses, plotters' default among them: the shipped
 /// font is registered under it ([`register_font`]).
 pub(crate) const FONT: &str = "sans-serif";
