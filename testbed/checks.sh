@@ -7,7 +7,15 @@
 pass=0
 fail=0
 ok() { echo "ok $1${2:+: $2}"; pass=$((pass + 1)); keep_recording "$1" ok; }
-bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); keep_recording "$1" fail; }
+# A check's first failure in a round is a retry (the loop below runs it once more), printed
+# as such; a failure on the retry counts.
+bad() {
+    if [ "${attempt:-2}" = 1 ]; then
+        echo "retry $1: $2"; retried=1; keep_recording "$1" retry
+    else
+        echo "FAIL $1: $2"; fail=$((fail + 1)); keep_recording "$1" fail
+    fi
+}
 
 # rondpoint.keep=fail (or all), from testbed/run.sh's KEEP: the Carrefour checks record their
 # run (`rondpoint run --record`, every sample), and the recordings of failed (or all) checks are
@@ -20,7 +28,7 @@ record_args() { [ -n "$keep" ] && echo "--record $recording --record-max-samples
 kept=0
 keep_recording() {
     [ -s "$recording" ] || return 0
-    if [ "$keep" = all ] || { [ "$keep" = fail ] && [ "$2" = fail ]; }; then
+    if [ "$keep" = all ] || { [ "$keep" = fail ] && [ "$2" != ok ]; }; then
         kept=$((kept + 1))
         echo "RECORDING-BEGIN $1-$kept-$2"
         gzip -c "$recording" | base64
@@ -797,7 +805,13 @@ for c in topo interleave numactl dry_run carrefour_shared carrefour_partitioned 
     while [ "$round" -lt "${repeat:-1}" ]; do
         round=$((round + 1))
         started=$(date +%s)
+        # Under TCG, on two host cores, a timing-bound check fails now and then without a
+        # fault of rondpoint's or the kernel's (a scan or a move that came late): a failed
+        # check runs once more, and fails only if it fails again. The retry is printed.
+        attempt=1; retried=0
         "check_$c"
+        if [ "$retried" = 1 ]; then attempt=2; "check_$c"; fi
+        attempt=2
         echo "time $c $(($(date +%s) - started)) s"
         if [ "${verbose:-0}" = 1 ]; then
             echo "--- rondpoint output of $c:"; cat /tmp/run.err 2>/dev/null; echo "$out" | grep -v '^mgen' | head -80

@@ -172,7 +172,7 @@ for vmlinuz in "${images[@]}"; do
         continue
     fi
     [ -n "$keep_dir" ] && save_recordings "$log" "$name"
-    grep -a -E '^(ok|FAIL|skip) ' "$log" | sed "s/^/  [$name] /" >&2 || true
+    grep -a -E '^(ok|FAIL|skip|retry) ' "$log" | sed "s/^/  [$name] /" >&2 || true
     grep -a -E '^bench ' "$log" | tr -d '\r' | sed "s/^/  [$name] /" >&2 || true
     # Each check's time, on one line.
     echo "  [$name] times: $(grep -a -E '^time ' "$log" | tr -d '\r' | awk '{printf "%s %s, ", $2, $3}')" >&2
