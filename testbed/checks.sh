@@ -400,13 +400,7 @@ check_remote_placement() {
     for case in first-touch hybrid usage-aware dry-hybrid; do
         policy=${case#dry-}; dry=""; [ "$case" = dry-hybrid ] && dry=--dry-run
         set=""; [ "$policy" != first-touch ] && set="--set $policy.min_move_mib=8"
-        # The policies that move get 4 s more: some 20,000 pages to move at a few thousand a
-        # second here, with headroom for a busy host (hybrid once left 19% on node 2 in 10 s).
-        secs=10; [ -z "$dry" ] && [ "$policy" != first-touch ] && secs=14
-        # rondpoint itself runs on node 3's CPU, so that its own memory (some tens of MiB
-        # over a run) takes none of node 1's room, which decides where first touch spills: a
-        # dry run once left 16% on node 2. The program pins itself to node 0.
-        out=$(numactl --physcpubind=3 rondpoint run $dry --policy "$policy" $set --epoch-ms 500 --json -- rondpoint-mgen overflow --over-mib 160 --secs "$secs" 2>/tmp/run.err)
+        out=$(rondpoint run $dry --policy "$policy" $set --epoch-ms 500 --json -- rondpoint-mgen overflow --over-mib 160 --secs 10 2>/tmp/run.err)
         line=$(echo "$out" | grep '^mgen placement'); n1=$(away_share "$line" 1); n2=$(away_share "$line" 2); n3=$(away_share "$line" 3)
         echo "$out" | grep -q '^mgen checksum ok' || why="$why $case: data changed ($(echo "$out" | grep checksum));"
         case $case in
