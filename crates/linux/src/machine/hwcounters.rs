@@ -23,11 +23,11 @@ const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
 /// (Intel: LONGEST_LAT_CACHE.MISS; AMD: the L3 or memory-fill event of each family).
 const PERF_COUNT_HW_CACHE_MISSES: u64 = 3;
 
-/// The three counters of one thread, in this order.
-pub(super) const EVENTS: [u64; 3] = [
-    PERF_COUNT_HW_INSTRUCTIONS,
-    PERF_COUNT_HW_CPU_CYCLES,
-    PERF_COUNT_HW_CACHE_MISSES,
+/// The generic counters every thread gets, with their `perf_hw_id`, in the order opened.
+const BASE: [(Event, u64); 3] = [
+    (Event::Instructions, PERF_COUNT_HW_INSTRUCTIONS),
+    (Event::Cycles, PERF_COUNT_HW_CPU_CYCLES),
+    (Event::LlcMisses, PERF_COUNT_HW_CACHE_MISSES),
 ];
 
 /// The counting event for one generic hardware event: user-space only (what an unprivileged
@@ -62,9 +62,6 @@ enum Event {
     DramLocal,
     DramRemote,
 }
-
-/// The generic events every thread gets, in the order they are opened.
-const BASE: [Event; 3] = [Event::Instructions, Event::Cycles, Event::LlcMisses];
 
 /// The core PMU's events for a thread's loads served by DRAM of its own node and of other
 /// nodes (`mem_load_l3_miss_retired.local_dram` / `remote_dram` on Intel,
@@ -204,8 +201,7 @@ impl HwCounters {
     pub(super) fn open(&mut self, sys: &mut dyn Sys, pid: Pid, tids: &[Tid]) {
         let base: Vec<(Event, PerfAttr)> = BASE
             .iter()
-            .zip(EVENTS)
-            .map(|(&e, config)| (e, counter_attr(config)))
+            .map(|&(e, config)| (e, counter_attr(config)))
             .collect();
         let mut dram = !self.dram.0.is_empty();
         let mut opened: Vec<((Pid, Tid), Vec<Open>)> = Vec::new();
@@ -233,7 +229,7 @@ impl HwCounters {
                         dram = false;
                         for (_, events) in &mut opened {
                             events.retain(|o| {
-                                let keep = BASE.contains(&o.event);
+                                let keep = BASE.iter().any(|&(e, _)| e == o.event);
                                 if !keep {
                                     sys.perf_close(o.fd);
                                 }
