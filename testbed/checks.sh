@@ -389,10 +389,16 @@ away_share() {
 # the near tier, nodes 1 and 2 (each 30-70% of it), never the far node 3 while they have room.
 # usage-aware: to node 2, the less used of the near tier (at least 75% of it). --dry-run:
 # where first touch put it. Every time, the program's data is intact afterwards.
+# What a node's memory holds (MiB), for a failure's message: node_memory N.
+node_memory() {
+    awk '$3 ~ /^(MemFree|FilePages|Shmem|AnonPages|Slab)$/ {printf "%s %d, ", $3, $4 / 1024}' "/sys/devices/system/node/node$1/meminfo"
+}
+
 check_remote_placement() {
     balancing 0; thp never
     # Node 1's free memory must not depend on the page cache earlier checks left there.
     sync; echo 3 > /proc/sys/vm/drop_caches
+    before="node 2 before: $(node_memory 2)"
     rondpoint-mgen hold --node 1 --mib 200 --secs 240 > /tmp/hold.out &
     holder=$!
     n=0; while ! grep -q holding /tmp/hold.out 2>/dev/null && [ $n -lt 100 ]; do sleep 0.2; n=$((n + 1)); done
@@ -407,14 +413,14 @@ check_remote_placement() {
             first-touch|dry-hybrid) [ "$n1" -ge 85 ] || why="$why $case: $n1% of the overflow on node 1 ($line);" ;;
             hybrid) { [ "$n1" -ge 30 ] && [ "$n1" -le 70 ] && [ "$n2" -ge 30 ] && [ "$n2" -le 70 ] && [ "$n3" -le 2 ]; } \
                 || why="$why hybrid: nodes 1/2/3 hold $n1/$n2/$n3% of the overflow ($line);" ;;
-            usage-aware) { [ "$n2" -ge 75 ] && [ "$n3" -le 2 ]; } || why="$why usage-aware: nodes 1/2/3 hold $n1/$n2/$n3% ($line);" ;;
+            usage-aware) { [ "$n2" -ge 75 ] && [ "$n3" -le 2 ]; } || why="$why usage-aware: nodes 1/2/3 hold $n1/$n2/$n3% ($line; node 2 after: $(node_memory 2));" ;;
         esac
         moved=$(report_sum "$out" move-node-pages pages_done)
         [ "$case" = dry-hybrid ] && [ "${moved:-0}" -gt 0 ] && why="$why dry run moved $moved pages;"
         seen="$seen $case $n1/$n2/$n3% (${moved:-0} pages moved);"
     done
     kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
-    if [ -z "$why" ]; then ok remote-placement "overflow on nodes 1/2/3:$seen"; else bad remote-placement "$why"; fi
+    if [ -z "$why" ]; then ok remote-placement "overflow on nodes 1/2/3:$seen"; else bad remote-placement "$why $before"; fi
 }
 
 # 11. Moving a running application to another node, with or without its pages, as OAAS does
