@@ -118,6 +118,9 @@ const SAMPLE_ADDR: u64 = 1 << 3;
 const SAMPLE_CPU: u64 = 1 << 7;
 const SAMPLE_RAW: u64 = 1 << 10;
 const SAMPLE_DATA_SRC: u64 = 1 << 15;
+/// The access's latency, on Intel in the low 32 bits (`var1_dw`); what perf record's `-W`
+/// asks for on x86 (tools/perf/arch/x86/util/evsel.c).
+const SAMPLE_WEIGHT_STRUCT: u64 = 1 << 24;
 
 /// perf's names of the PERF_SAMPLE_* bits, bit 0 first (tools/perf/util/perf_event_attr_fprintf.c).
 const SAMPLE_NAMES: [&str; 25] = [
@@ -261,6 +264,13 @@ fn missing(signal: Signal, pmus: &[Pmu]) -> &'static str {
         Signal::PreciseLoads => {
             "no IBS op, PEBS or SPE PMU with a catalogued event: page-fault samples stand in"
         }
+        Signal::PreciseStores
+            if pmus
+                .iter()
+                .any(|p| matches!(p.kind, PmuKind::IbsOp | PmuKind::Spe)) =>
+        {
+            "no event of its own: IBS op and SPE sample stores with the loads"
+        }
         _ => "no PEBS store event catalogued for this CPU: stores are not sampled",
     }
 }
@@ -344,7 +354,8 @@ fn is_pebs(event: &CatalogueEvent) -> bool {
 /// only (what kernel.perf_event_paranoid 2 allows on one's own processes) and are inherited;
 /// uncore counters exclude nothing (their PMUs refuse any exclusion: PERF_PMU_CAP_NO_EXCLUDE);
 /// precise samplers sample every [`PRECISE_PERIOD`] events with the data address, data source,
-/// thread and CPU, PEBS at precise_ip 2 in user space, IBS including the kernel (ibs.c refuses
+/// thread and CPU, PEBS at precise_ip 2 in user space (its loads with their latency, the
+/// weight), IBS including the kernel (ibs.c refuses
 /// any exclusion unless its software filter is asked for) and with its raw registers.
 fn mode(event: &CatalogueEvent, kind: u32, [config, config1, config2]: [u64; 3]) -> PerfAttr {
     let base = PerfAttr {
@@ -367,7 +378,12 @@ fn mode(event: &CatalogueEvent, kind: u32, [config, config1, config2]: [u64; 3])
                     | SAMPLE_ADDR
                     | SAMPLE_CPU
                     | SAMPLE_DATA_SRC
-                    | if ibs { SAMPLE_RAW } else { 0 },
+                    | if ibs { SAMPLE_RAW } else { 0 }
+                    | if is_pebs(event) && event.signal == Signal::PreciseLoads {
+                        SAMPLE_WEIGHT_STRUCT
+                    } else {
+                        0
+                    },
                 precise_ip: if is_pebs(event) { 2 } else { 0 },
                 exclude_kernel: !ibs,
                 exclude_hv: !ibs,
@@ -425,12 +441,18 @@ impl PlannedAttr {
             (Target::Cpu, _) => "stat -a --no-inherit".to_string(),
             (Target::Task, 0) => "stat".to_string(),
             (Target::Task, period) => {
-                let raw = if self.attr.sample_type & SAMPLE_RAW != 0 {
-                    " -R"
-                } else {
-                    ""
+                let flag = |bit, option| {
+                    if self.attr.sample_type & bit != 0 {
+                        option
+                    } else {
+                        ""
+                    }
                 };
-                format!("record -c {period} -d --sample-cpu{raw}")
+                format!(
+                    "record -c {period} -d --sample-cpu{}{}",
+                    flag(SAMPLE_RAW, " -R"),
+                    flag(SAMPLE_WEIGHT_STRUCT, " -W")
+                )
             }
         };
         (event.trim_end_matches(':').to_string(), options)
