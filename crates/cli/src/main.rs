@@ -115,8 +115,8 @@ enum Command {
     /// Lists /sys/bus/event_source/devices (core PMU, AMD IBS, Intel PEBS and uncore memory
     /// controllers and UPI links, AMD Data Fabric and UMC, Arm SPE) and says, for each signal
     /// the policies use, where it comes from here: used (core counters, page-fault samples,
-    /// IBS op and Sapphire Rapids PEBS samples, memory-controller counters where their events
-    /// are catalogued), detected but not used yet (SPE, UPI links, the AMD Data Fabric), or
+    /// IBS op, PEBS and SPE samples, memory-controller counters where their events are
+    /// catalogued, UPI links of two sockets), detected but not used yet (the AMD Data Fabric), or
     /// missing and why (no PMU at all,
     /// as in a virtual machine without a virtual PMU; kernel.perf_event_paranoid too high
     /// without CAP_PERFMON). Then the capabilities `rondpoint run` has here and each policy's

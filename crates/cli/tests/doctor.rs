@@ -70,23 +70,24 @@ fn detected_pmus_are_never_claimed_as_used() {
         // read with CAP_PERFMON.
         let links = &signal(&j, "link traffic")["status"];
         assert_eq!(links == "used", machine == "spr-xeon-2s", "{machine}");
-        // Precise samples are read from IBS op and PEBS where catalogued (machine/precise.rs
-        // in the linux crate), not from SPE, and only with the right to sample system-wide.
+        // Precise samples are read from IBS op, PEBS where catalogued and SPE
+        // (machine/precise.rs in the linux crate), only with the right to sample system-wide
+        // (the Neoverse fixture's paranoid level refuses it).
         let precise = &signal(&j, "precise access samples")["status"];
         let expected = match machine {
             "spr-xeon-2s" | "zen3-milan" => "used",
-            "neoverse-n1" => "detected-not-used",
             _ => "missing",
         };
         assert_eq!(precise, expected, "{machine}");
         for p in j["pmus"].as_array().unwrap() {
             let used = p["use"] == "used";
             let kind = p["kind"].as_str().unwrap();
-            // The memory controllers, IBS op and UPI links are read (machine/uncore.rs,
+            // The memory controllers, IBS op, SPE and UPI links are read (machine/uncore.rs,
             // precise.rs, upi.rs).
             assert!(
                 !used
-                    || ["core", "intel-imc", "amd-umc", "ibs-op", "intel-upi"].contains(&kind)
+                    || ["core", "intel-imc", "amd-umc", "ibs-op", "spe", "intel-upi"]
+                        .contains(&kind)
                     || p["name"] == "software",
                 "{machine}: {p}"
             );

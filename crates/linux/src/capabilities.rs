@@ -263,7 +263,7 @@ impl Probe {
     /// The samples traffic is estimated from: precise ones where they open, else page faults.
     fn samples_kind(&self) -> &'static str {
         match self.precise {
-            PreciseSampling::Available(_) => "precise (IBS/PEBS) samples",
+            PreciseSampling::Available(_) => "precise (IBS, PEBS, SPE) samples",
             _ => "page-fault samples",
         }
     }
@@ -292,7 +292,7 @@ impl Probe {
         match self.no_sampling() {
             Some(why) => Support::Missing(format!("{precise}; and {why}")),
             None => Support::Estimated(format!(
-                "page-fault samples stand in for IBS/PEBS (first touches, and NUMA hinting \
+                "page-fault samples stand in for IBS, PEBS or SPE (first touches, and NUMA hinting \
                  faults when kernel.numa_balancing is 1 or 3, or 2 on slower-tier memory): \
                  {precise}"
             )),

@@ -383,3 +383,49 @@ fn refused_sample_type_bits() {
         Err(RingError::Unsupported { bits: both })
     );
 }
+
+#[test]
+fn aux_and_cpu_wide_switch_records() {
+    // SPE's event: sample_type TID | TIME | CPU with sample_id_all (machine/precise.rs).
+    let f = SampleFormat::new(F::TID | F::TIME | F::CPU);
+    // PERF_RECORD_AUX: offset, size, flags (TRUNCATED), then its sample id.
+    let mut bytes = record(11, 0, &u64s(&[4096, 65536, 1, 0, 0, 0]));
+    // Switch in: the sample id's task (pid 40, tid 41 at 1000 ns) starts running.
+    let mut switch_in = u64s(&[0]);
+    switch_in.extend(u64s(&[41 << 32 | 40, 1000, 3]));
+    bytes.extend(record(15, 0, &switch_in));
+    // Switch out (misc bit 13) of that task: the next one is the record's own pid/tid.
+    let mut switch_out = u64s(&[51 << 32 | 50]);
+    switch_out.extend(u64s(&[41 << 32 | 40, 2000, 3]));
+    bytes.extend(record(15, 1 << 13, &switch_out));
+    // Without a sample id (sample_id_all off), a switch in says nothing usable.
+    bytes.extend(record(15, 0, &u64s(&[0])));
+    let (records, consumed) = parse(&bytes, &f).unwrap();
+    assert_eq!(consumed, bytes.len());
+    assert_eq!(
+        records,
+        [
+            Record::Aux {
+                offset: 4096,
+                size: 65536,
+                flags: 1
+            },
+            Record::Switch {
+                pid: 40,
+                tid: 41,
+                time: Some(1000)
+            },
+            Record::Switch {
+                pid: 50,
+                tid: 51,
+                time: Some(2000)
+            },
+            Record::Other { kind: 15 },
+        ]
+    );
+    let err = parse(&record(11, 0, &u64s(&[1])), &f).unwrap_err();
+    assert!(
+        matches!(err, RingError::RecordTooShort { kind: 11, .. }),
+        "{err}"
+    );
+}

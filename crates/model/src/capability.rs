@@ -108,7 +108,7 @@ impl Capability {
             Capability::ThreadDram => "per-thread DRAM accesses",
             Capability::NodeTraffic => "per-node memory-controller traffic",
             Capability::LinkTraffic => "per-link interconnect traffic",
-            Capability::AccessSamples => "memory-access samples (IBS/PEBS)",
+            Capability::AccessSamples => "memory-access samples (IBS, PEBS, SPE)",
             Capability::FaultSamples => "NUMA hinting-fault samples",
             Capability::Truth => "true access rates (simulator only)",
             Capability::MigratePages => "page migration",

@@ -21,6 +21,8 @@ pub enum SampleSource {
     Ibs,
     /// Intel PEBS (load latency or stores).
     Pebs,
+    /// Arm SPE (Statistical Profiling Extension): loads and stores.
+    Spe,
     /// A page fault (first touch), from the software page-fault event.
     PageFault,
     /// A NUMA hinting fault (kernel.numa_balancing or the simulator's AutoNUMA model).

@@ -6,8 +6,9 @@
 //! Today rondpoint reads generic hardware counters (instructions, cycles, LLC misses) through
 //! the core PMU, samples page faults through the software PMU, and counts memory-controller
 //! traffic per node with the uncore memory-controller PMUs (`uncore_imc_N`, `amd_umc_N`) where
-//! their events are catalogued. IBS, PEBS, SPE, `amd_df` and the link PMUs are detected and
-//! reported, not used yet: the report says so rather than counting them as signals.
+//! their events are catalogued, samples memory accesses with IBS op, PEBS or Arm SPE, and
+//! counts UPI link traffic (two sockets). `amd_df` is detected and reported, not used yet: the
+//! report says so rather than counting it as a signal.
 
 use crate::format;
 use anyhow::{Context, Result};
@@ -369,9 +370,9 @@ fn pmu_row(p: &Pmu) -> PmuRow {
             "precise memory-access samples (system-wide, one event per CPU)".into(),
         ),
         PmuKind::Spe => (
-            Use::DetectedNotUsed,
-            "precise memory-access samples (its AUX buffer is not read yet: page-fault samples \
-             stand in)"
+            Use::Used,
+            "precise memory-access samples (system-wide, one event per CPU, from its AUX \
+             buffer)"
                 .into(),
         ),
         PmuKind::IntelImc | PmuKind::AmdUmc => (
@@ -449,26 +450,16 @@ fn signals(pmus: &[Pmu], planned: &[PlannedAttr], access: &Access) -> Vec<Signal
         refused(Scope::TaskKernel),
         "no software PMU: a kernel without perf events",
     ));
-    // IBS op and PEBS are sampled system-wide, one event per CPU (machine/precise.rs); SPE's
-    // AUX buffer is not read yet.
-    let precise = names(pmus, |p| p.kind == PmuKind::IbsOp || pebs(p).is_some());
-    let spe = names(pmus, |p| p.kind == PmuKind::Spe);
-    rows.push(if precise.is_empty() && !spe.is_empty() {
-        planned_signal(
-            "precise access samples",
-            spe,
-            refused(Scope::Cpu),
-            "",
-            "rondpoint does not read SPE's AUX buffer yet; page-fault samples stand in",
-        )
-    } else {
-        used_signal(
-            "precise access samples",
-            precise,
-            refused(Scope::Cpu),
-            "no IBS, PEBS or SPE; page-fault samples stand in",
-        )
+    // IBS op, PEBS and SPE are sampled system-wide, one event per CPU (machine/precise.rs).
+    let precise = names(pmus, |p| {
+        p.kind == PmuKind::IbsOp || p.kind == PmuKind::Spe || pebs(p).is_some()
     });
+    rows.push(used_signal(
+        "precise access samples",
+        precise,
+        refused(Scope::Cpu),
+        "no IBS, PEBS or SPE; page-fault samples stand in",
+    ));
     let controllers = names(pmus, |p| {
         matches!(p.kind, PmuKind::IntelImc | PmuKind::AmdUmc)
     });

@@ -29,6 +29,7 @@ mod process;
 mod room;
 mod sampler;
 mod select;
+mod spe;
 mod stats;
 #[cfg(test)]
 mod tests;

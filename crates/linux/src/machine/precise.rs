@@ -1,5 +1,6 @@
-//! Precise memory-access sampling: AMD IBS op and Intel PEBS (load latency, and stores where
-//! the core has a store event), the samples Carrefour was built on ([Dashti13 §3.1]: IBS,
+//! Precise memory-access sampling: AMD IBS op, Intel PEBS (load latency, and stores where
+//! the core has a store event) and Arm SPE (loads and stores, from its AUX buffer: see
+//! `machine/spe.rs`), the samples Carrefour was built on ([Dashti13 §3.1]: IBS,
 //! "the accessed data address and the node it came from"), in place of page faults.
 //!
 //! The events are the plan's ([`crate::pmu::attrs::plan`]: `precise-loads` and
@@ -15,7 +16,8 @@
 //! A sample's page node is found as a page-fault sample's is (move_pages on its page); its
 //! accessing node is its CPU's. What the event adds: whether it was a load or a store, its
 //! latency, and where it was served from (IBS's DataSrc and RmtNode, PEBS's data source),
-//! which makes `dram` known.
+//! which makes `dram` known (SPE: its LLC-refill event, the access missed the last-level
+//! cache).
 //!
 //! Sapphire Rapids' load-latency event must be scheduled with `mem-loads-aux` as its group
 //! leader (arch/x86/events/intel/core.c, `require_mem_loads_aux_event`): the leader is opened
@@ -28,10 +30,12 @@
 //! cycles), which samples a busier program more, as IBS does.
 
 use super::LinuxMachine;
+use super::spe::SpeState;
 use super::uncore::MachinePmus;
 use super::uncore::system_wide_hint;
 use crate::capabilities::PreciseSampling;
-use crate::perf::ring::{self, RawSample, Record, SampleFormat};
+use crate::perf::ring::{self, PERF_AUX_FLAG_TRUNCATED, RawSample, Record, SampleFormat};
+use crate::perf::spe::SpeRecord;
 use crate::perf::{DataSource, decode_data_src, decode_ibs_op};
 use crate::pmu::PmuKind;
 use crate::pmu::attrs::PlannedAttr;
@@ -53,13 +57,19 @@ const IBS_PERIOD_STEP: u64 = 16;
 const MIN_PERIOD: u64 = 1_024;
 const MAX_PERIOD: u64 = (1 << 27) - 16;
 
+/// Arm SPE's buffers, per CPU: the ring holds only context switches (24-byte records with
+/// their sample id; 16 pages: 2,700 switches between drains), the AUX buffer the records
+/// (at most 64 bytes each: 512 KiB, 8,000 records, published every 64 KiB by the
+/// watermark). perf record's default AUX buffer for SPE is 4 MiB, for a file rather than a
+/// drain every epoch (tools/perf/arch/arm64/util/arm-spe.c).
+const SPE_RING_PAGES: usize = 16;
+const SPE_AUX_PAGES: usize = 128;
+
 /// Why precise sampling is not to be had.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum PreciseError {
     #[error("no IBS op or PEBS event is catalogued for this machine's PMUs")]
     NotCatalogued,
-    #[error("Arm SPE writes its records to an AUX buffer, which rondpoint does not read yet")]
-    SpeAux,
     #[error("perf_event_open of {what} on CPU {cpu}: {}{}", errno.name(), system_wide_hint(*errno))]
     Open {
         what: &'static str,
@@ -77,6 +87,8 @@ enum Role {
     Loads,
     /// PEBS stores.
     Stores,
+    /// Arm SPE: loads and stores, from the AUX buffer.
+    Spe,
 }
 
 /// The events of the plan that sample, each with its leader when it needs one.
@@ -97,9 +109,6 @@ impl PreciseEvents {
         if precise.is_empty() {
             return Err(PreciseError::NotCatalogued);
         }
-        if precise.iter().any(|a| a.event.pmu == PmuKind::Spe) {
-            return Err(PreciseError::SpeAux);
-        }
         let leader = precise
             .iter()
             .find(|a| a.event.name == AUX_LEADER)
@@ -109,6 +118,7 @@ impl PreciseEvents {
         for a in precise.iter().filter(|a| a.event.name != AUX_LEADER) {
             let role = match (a.event.pmu, a.event.signal) {
                 (PmuKind::IbsOp, _) => Role::Ibs,
+                (PmuKind::Spe, _) => Role::Spe,
                 (_, Signal::PreciseStores) => Role::Stores,
                 _ => Role::Loads,
             };
@@ -116,6 +126,13 @@ impl PreciseEvents {
             let mut attr = a.attr.clone();
             // System-wide, one per CPU: nothing to inherit.
             attr.inherit = false;
+            if role == Role::Spe {
+                // The task of each record comes from the CPU's context switches (spe.rs).
+                attr.sample_type = SampleFormat::TID | SampleFormat::TIME | SampleFormat::CPU;
+                attr.context_switch = true;
+                attr.ring_pages = SPE_RING_PAGES;
+                attr.aux_pages = SPE_AUX_PAGES;
+            }
             samplers.push((role, attr, needs_leader.then(|| leader.clone()).flatten()));
             names.push(a.id());
         }
@@ -132,6 +149,8 @@ impl PreciseEvents {
     fn source(&self) -> SampleSource {
         if self.samplers.iter().any(|s| s.0 == Role::Ibs) {
             SampleSource::Ibs
+        } else if self.samplers.iter().any(|s| s.0 == Role::Spe) {
+            SampleSource::Spe
         } else {
             SampleSource::Pebs
         }
@@ -161,7 +180,9 @@ fn period_for(role: Role, cycles: u64) -> u64 {
     let p = cycles.clamp(MIN_PERIOD, MAX_PERIOD);
     match role {
         Role::Ibs => p / IBS_PERIOD_STEP * IBS_PERIOD_STEP,
-        Role::Loads | Role::Stores => p,
+        // SPE's interval counts operations, as IBS op's; the driver rounds it up to the
+        // hardware's minimum (caps/min_interval).
+        Role::Loads | Role::Stores | Role::Spe => p,
     }
 }
 
@@ -172,6 +193,10 @@ struct Opened {
     role: Role,
     /// Its records' layout (its attr's sample_type).
     format: SampleFormat,
+    /// The CPU it samples.
+    cpu: u32,
+    /// SPE's AUX decoding state.
+    spe: Option<SpeState>,
 }
 
 /// The precise sampler's open events.
@@ -187,10 +212,12 @@ pub(super) struct Precise {
     throttled: u64,
 }
 
-/// A precise sample as drained: its record, and what its event samples.
+/// A precise sample as drained: its record, and what its event samples (for SPE, the
+/// record decoded from the AUX buffer, whose task, CPU and address `raw` holds).
 pub(super) struct Drawn {
     pub raw: RawSample,
     role: Role,
+    spe: Option<SpeRecord>,
 }
 
 impl Precise {
@@ -250,6 +277,8 @@ impl Precise {
                         format: SampleFormat {
                             sample_type: attr.sample_type,
                         },
+                        cpu,
+                        spe: (*role == Role::Spe).then(SpeState::default),
                     }),
                     Err(why) => {
                         p.close(sys);
@@ -285,9 +314,16 @@ impl Precise {
         Ok(())
     }
 
-    /// Records lost to full rings, and throttlings, so far.
+    /// Records lost (to full rings; SPE's also to a full AUX buffer, and those no task
+    /// could be found for), and throttlings, so far.
     pub(super) fn losses(&self) -> (u64, u64) {
-        (self.lost, self.throttled)
+        let unattributed: u64 = self
+            .rings
+            .iter()
+            .filter_map(|o| o.spe.as_ref())
+            .map(|s| s.unattributed)
+            .sum();
+        (self.lost + unattributed, self.throttled)
     }
 
     /// Closes every event.
@@ -309,7 +345,7 @@ impl Precise {
     ) -> (Vec<Drawn>, Option<String>) {
         let mut out = Vec::new();
         let mut error = None;
-        for o in &self.rings {
+        for o in &mut self.rings {
             self.buffer.clear();
             if sys.perf_drain(o.fd, &mut self.buffer).is_err() {
                 continue;
@@ -326,15 +362,65 @@ impl Precise {
                     Record::Sample(s) if s.pid.is_some_and(&keep) => out.push(Drawn {
                         raw: s,
                         role: o.role,
+                        spe: None,
                     }),
+                    Record::Switch {
+                        pid,
+                        tid,
+                        time: Some(t),
+                    } => {
+                        if let Some(spe) = o.spe.as_mut() {
+                            spe.switched_in(t, pid, tid);
+                        }
+                    }
+                    Record::Aux { flags, .. } if flags & PERF_AUX_FLAG_TRUNCATED != 0 => {
+                        self.lost += 1;
+                    }
                     Record::Lost { lost, .. } => self.lost += lost,
                     Record::Throttle => self.throttled += 1,
                     _ => {}
                 }
             }
+            if let Some(e) = drain_spe(sys, o, &mut self.buffer, &keep, &mut out) {
+                error = Some(e);
+            }
         }
         (out, error)
     }
+}
+
+/// Drains an SPE event's AUX buffer (through `buffer`) into `out`: the records of the
+/// processes `keep` accepts. Nothing for other events; the error says why the buffer was
+/// unreadable.
+fn drain_spe(
+    sys: &mut dyn Sys,
+    o: &mut Opened,
+    buffer: &mut Vec<u8>,
+    keep: &impl Fn(u32) -> bool,
+    out: &mut Vec<Drawn>,
+) -> Option<String> {
+    let spe = o.spe.as_mut()?;
+    buffer.clear();
+    let conversion = match sys.perf_drain_aux(o.fd, buffer) {
+        Ok(c) => c,
+        Err(e) => return Some(format!("an SPE AUX buffer is unreadable: {}", e.name())),
+    };
+    let (records, error) = spe.records(buffer, conversion);
+    for a in records.into_iter().filter(|a| keep(a.pid)) {
+        out.push(Drawn {
+            raw: RawSample {
+                pid: Some(a.pid),
+                tid: Some(a.tid),
+                time: Some(a.time),
+                cpu: Some(o.cpu),
+                addr: a.record.va,
+                ..RawSample::default()
+            },
+            role: Role::Spe,
+            spe: Some(a.record),
+        });
+    }
+    error.map(|e| format!("SPE data dropped: {e}"))
 }
 
 /// Whether an address is in the kernel's half of the address space (x86-64 and arm64 both put
@@ -369,6 +455,15 @@ fn access_any(d: &Drawn) -> Option<(u64, AccessKind, Option<u32>, Option<bool>)>
         };
         let latency = (op.dc_miss && op.is_load).then_some(u32::from(op.dc_miss_latency));
         return Some((addr, kind, latency, dram(op.data_source())));
+    }
+    if let Some(r) = d.spe {
+        // Only loads and stores sample (the event's filters); their data address.
+        let kind = match r.store? {
+            true => AccessKind::Write,
+            false => AccessKind::Read,
+        };
+        let latency = r.latency.and_then(|l| u32::try_from(l).ok());
+        return Some((r.va.filter(|&a| a != 0)?, kind, latency, r.llc_miss()));
     }
     let addr = d.raw.addr.filter(|&a| a != 0)?;
     let kind = if d.role == Role::Stores {

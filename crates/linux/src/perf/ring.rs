@@ -40,6 +40,14 @@ pub const PERF_RECORD_THROTTLE: u32 = 5;
 pub const PERF_RECORD_UNTHROTTLE: u32 = 6;
 /// PERF_RECORD_SAMPLE.
 pub const PERF_RECORD_SAMPLE: u32 = 9;
+/// PERF_RECORD_AUX: the kernel wrote into the AUX buffer.
+pub const PERF_RECORD_AUX: u32 = 11;
+/// PERF_RECORD_SWITCH_CPU_WIDE: a context switch on the event's CPU (attr.context_switch).
+pub const PERF_RECORD_SWITCH_CPU_WIDE: u32 = 15;
+/// `misc` bit of a switch record: the task named by the sample id is switched out.
+pub const PERF_RECORD_MISC_SWITCH_OUT: u16 = 1 << 13;
+/// PERF_RECORD_AUX flag: the AUX buffer was full, data was lost.
+pub const PERF_AUX_FLAG_TRUNCATED: u64 = 1;
 
 /// Size of `struct perf_event_header`.
 pub const HEADER_SIZE: usize = 8;
@@ -165,6 +173,21 @@ pub enum Record {
     /// PERF_RECORD_THROTTLE: the kernel throttled sampling (too many interrupts).
     Throttle,
     Unthrottle,
+    /// PERF_RECORD_AUX: `size` bytes at `offset` of the AUX buffer were written; `flags`
+    /// (PERF_AUX_FLAG_*) say whether some were lost.
+    Aux {
+        offset: u64,
+        size: u64,
+        flags: u64,
+    },
+    /// PERF_RECORD_SWITCH_CPU_WIDE: the task `pid`/`tid` starts running on the CPU at `time`
+    /// (perf clock ns), read from the record's sample id (attr.sample_id_all with TID and
+    /// TIME), `None` without one.
+    Switch {
+        pid: u32,
+        tid: u32,
+        time: Option<u64>,
+    },
     /// Any other record type (MMAP, COMM, FORK, EXIT, perf's own types >= 64, ...), skipped.
     Other {
         kind: u32,
@@ -228,24 +251,93 @@ pub fn parse(bytes: &[u8], format: &SampleFormat) -> Result<(Vec<Record>, usize)
                     pos: 0,
                     offset,
                 };
-                let short = |_| RingError::RecordTooShort {
-                    offset,
-                    kind,
-                    need: 16,
-                    have: body.len(),
-                };
+                let short = |_| too_short(offset, kind, 16, body);
                 let id = r.u64("id").map_err(short)?;
                 let lost = r.u64("lost").map_err(short)?;
                 Record::Lost { id, lost }
             }
             PERF_RECORD_THROTTLE => Record::Throttle,
             PERF_RECORD_UNTHROTTLE => Record::Unthrottle,
+            PERF_RECORD_AUX => parse_aux(body, offset)?,
+            PERF_RECORD_SWITCH_CPU_WIDE => parse_switch(body, misc, format, offset)?,
             other => Record::Other { kind: other },
         };
         records.push(record);
         offset += usize::from(size);
     }
     Ok((records, offset))
+}
+
+fn too_short(offset: usize, kind: u32, need: usize, body: &[u8]) -> RingError {
+    RingError::RecordTooShort {
+        offset,
+        kind,
+        need,
+        have: body.len(),
+    }
+}
+
+/// PERF_RECORD_AUX's body: aux_offset, aux_size, flags (then a sample id, not read).
+fn parse_aux(body: &[u8], offset: usize) -> Result<Record, RingError> {
+    let mut r = Reader {
+        body,
+        pos: 0,
+        offset,
+    };
+    let short = |_| too_short(offset, PERF_RECORD_AUX, 24, body);
+    Ok(Record::Aux {
+        offset: r.u64("aux_offset").map_err(short)?,
+        size: r.u64("aux_size").map_err(short)?,
+        flags: r.u64("flags").map_err(short)?,
+    })
+}
+
+/// PERF_RECORD_SWITCH_CPU_WIDE's body: the other task's pid and tid, then the sample id
+/// (`struct sample_id`: TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER, as the sample_type has
+/// them) of the task switched out (misc SWITCH_OUT) or in. The sample id is read only when the
+/// body holds exactly it (attr.sample_id_all set).
+fn parse_switch(
+    body: &[u8],
+    misc: u16,
+    f: &SampleFormat,
+    offset: usize,
+) -> Result<Record, RingError> {
+    type F = SampleFormat;
+    let mut r = Reader {
+        body,
+        pos: 0,
+        offset,
+    };
+    let short = |_| too_short(offset, PERF_RECORD_SWITCH_CPU_WIDE, 8, body);
+    let other = (
+        r.u32("next_prev_pid").map_err(short)?,
+        r.u32("next_prev_tid").map_err(short)?,
+    );
+    let id_len = [F::TID, F::TIME, F::ID, F::STREAM_ID, F::CPU, F::IDENTIFIER]
+        .iter()
+        .filter(|&&bit| f.has(bit))
+        .count()
+        * 8;
+    let mut id = (None, None);
+    if f.has(F::TID) && body.len() == 8 + id_len {
+        id.0 = Some((r.u32("pid")?, r.u32("tid")?));
+        if f.has(F::TIME) {
+            id.1 = Some(r.u64("time")?);
+        }
+    }
+    let switched_out = misc & PERF_RECORD_MISC_SWITCH_OUT != 0;
+    // Switched out: the incoming task is the other; switched in: the sample id's.
+    let incoming = if switched_out { Some(other) } else { id.0 };
+    Ok(match incoming {
+        Some((pid, tid)) => Record::Switch {
+            pid,
+            tid,
+            time: id.1,
+        },
+        None => Record::Other {
+            kind: PERF_RECORD_SWITCH_CPU_WIDE,
+        },
+    })
 }
 
 /// Reads one sample body in the kernel's field order.

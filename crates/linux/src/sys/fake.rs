@@ -4,6 +4,7 @@
 
 use super::{
     Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, PerfReading, SpawnSetup, Sys,
+    TimeConversion,
 };
 use rondpoint_model::{CpuId, Pid, Tid};
 use std::collections::{HashMap, VecDeque};
@@ -67,6 +68,9 @@ pub enum Call {
     PerfDrain {
         fd: PerfFd,
     },
+    PerfDrainAux {
+        fd: PerfFd,
+    },
     PerfClose {
         fd: PerfFd,
     },
@@ -88,6 +92,7 @@ impl Call {
             Call::PerfSetPeriod { .. } => "perf_set_period",
             Call::PerfRead { .. } => "perf_read",
             Call::PerfDrain { .. } => "perf_drain",
+            Call::PerfDrainAux { .. } => "perf_drain_aux",
             Call::PerfClose { .. } => "perf_close",
         }
     }
@@ -114,6 +119,10 @@ pub struct FakeSys {
     pub perf_refused: HashMap<u32, Errno>,
     /// Bytes the next drain of each ring returns.
     pub ring_bytes: HashMap<i32, Vec<u8>>,
+    /// Bytes the next drain of each AUX buffer returns.
+    pub aux_bytes: HashMap<i32, Vec<u8>>,
+    /// The time conversion every AUX drain reports.
+    pub time_conversion: Option<TimeConversion>,
     /// What each counter reads now, per fd (tests move them between epochs).
     pub counters: HashMap<i32, PerfReading>,
     next_pid: i32,
@@ -327,6 +336,18 @@ impl Sys for FakeSys {
             out.extend_from_slice(&bytes);
         }
         Ok(())
+    }
+
+    fn perf_drain_aux(
+        &mut self,
+        fd: PerfFd,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<TimeConversion>, Errno> {
+        self.check(Call::PerfDrainAux { fd })?;
+        if let Some(bytes) = self.aux_bytes.remove(&fd.0) {
+            out.extend_from_slice(&bytes);
+        }
+        Ok(self.time_conversion)
     }
 
     fn perf_close(&mut self, fd: PerfFd) {

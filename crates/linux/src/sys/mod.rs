@@ -161,6 +161,13 @@ pub struct PerfAttr {
     pub inherit: bool,
     /// Data pages of the ring buffer (a power of two; 0 for a counter).
     pub ring_pages: usize,
+    /// Pages of the AUX buffer, where Arm SPE writes its records (a power of two; 0: none).
+    /// Needs a ring buffer.
+    pub aux_pages: usize,
+    /// Write a PERF_RECORD_SWITCH_CPU_WIDE to the ring at every context switch on the
+    /// event's CPU, with a sample id (TID, TIME, CPU, as sample_type has them): what tells
+    /// which task an SPE record belongs to.
+    pub context_switch: bool,
 }
 
 impl Default for PerfAttr {
@@ -177,6 +184,8 @@ impl Default for PerfAttr {
             exclude_hv: true,
             inherit: false,
             ring_pages: 0,
+            aux_pages: 0,
+            context_switch: false,
         }
     }
 }
@@ -204,6 +213,9 @@ pub struct KernelAttr {
     pub precise_ip: u8,
     pub watermark: bool,
     pub wakeup_watermark: u32,
+    pub context_switch: bool,
+    pub sample_id_all: bool,
+    pub aux_watermark: u32,
 }
 
 impl PerfAttr {
@@ -234,7 +246,43 @@ impl PerfAttr {
             } else {
                 0
             },
+            context_switch: self.context_switch,
+            sample_id_all: self.context_switch,
+            // The driver publishes AUX data (advances aux_head) only when this much is
+            // written: an eighth of the buffer, so that a lightly sampled program's records
+            // do not wait for half of it.
+            aux_watermark: u32::try_from((self.aux_pages as u64).saturating_mul(page_bytes) / 8)
+                .unwrap_or(u32::MAX),
         }
+    }
+}
+
+/// How an event's hardware timestamps (Arm SPE's: the generic timer's count) convert to the
+/// perf clock of its ring's records, from the ring's `perf_event_mmap_page` (`time_zero`,
+/// `time_mult`, `time_shift`; with `cap_user_time_short`, `time_cycles` and `time_mask`),
+/// as include/uapi/linux/perf_event.h documents it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeConversion {
+    pub zero: u64,
+    pub mult: u32,
+    pub shift: u16,
+    /// `(time_cycles, time_mask)` when the counter is narrower than 64 bits.
+    pub short: Option<(u64, u64)>,
+}
+
+impl TimeConversion {
+    /// The perf-clock time (ns) of a hardware timestamp.
+    pub(crate) fn perf_time(&self, mut cycles: u64) -> u64 {
+        if let Some((base, mask)) = self.short {
+            cycles = base.wrapping_add(cycles.wrapping_sub(base) & mask);
+        }
+        let shift = u32::from(self.shift.min(63));
+        let quot = cycles >> shift;
+        let rem = cycles & ((1u64 << shift) - 1);
+        let mult = u64::from(self.mult);
+        self.zero
+            .wrapping_add(quot.wrapping_mul(mult))
+            .wrapping_add(rem.wrapping_mul(mult) >> shift)
     }
 }
 
@@ -354,6 +402,15 @@ pub trait Sys {
 
     /// Appends the ring buffer's new bytes to `out` and frees them in the ring.
     fn perf_drain(&mut self, fd: PerfFd, out: &mut Vec<u8>) -> Result<(), Errno>;
+
+    /// Appends the AUX buffer's new bytes to `out` and frees them (an event opened with
+    /// `aux_pages`); with them, how the event's clock converts hardware timestamps, when the
+    /// kernel says.
+    fn perf_drain_aux(
+        &mut self,
+        fd: PerfFd,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<TimeConversion>, Errno>;
 
     /// Closes an event.
     fn perf_close(&mut self, fd: PerfFd);

@@ -3,6 +3,7 @@
 
 use super::{
     Errno, ExitStatus, MemPolicyMode, NodeMask, PerfAttr, PerfFd, PerfReading, SpawnSetup, Sys,
+    TimeConversion,
 };
 use perf_event_open_sys as perf;
 use rondpoint_model::{CpuId, Pid, Tid};
@@ -25,12 +26,13 @@ fn errno() -> Errno {
     )
 }
 
-/// A mapped perf ring buffer.
+/// A mapped perf ring buffer, and its AUX buffer when it has one.
 #[derive(Debug)]
 struct Ring {
     base: *mut libc::c_void,
     len: usize,
     page: usize,
+    aux: Option<(*mut libc::c_void, usize)>,
 }
 
 /// The real kernel.
@@ -72,7 +74,10 @@ impl RealSys {
         a.set_exclude_hv(u64::from(k.exclude_hv));
         a.set_precise_ip(u64::from(k.precise_ip));
         a.set_watermark(u64::from(k.watermark));
+        a.set_context_switch(u64::from(k.context_switch));
+        a.set_sample_id_all(u64::from(k.sample_id_all));
         a.__bindgen_anon_2.wakeup_watermark = k.wakeup_watermark;
+        a.aux_watermark = k.aux_watermark;
         // SAFETY: `a` is a fully initialised perf_event_attr whose `size` is its own size; the
         // kernel only reads it. group_fd -1 opens a group leader (else it names an open
         // leader); cpu -1 follows the task.
@@ -109,7 +114,21 @@ impl RealSys {
                 unsafe { libc::close(fd) };
                 return Err(e);
             }
-            self.rings.insert(fd, Ring { base, len, page });
+            self.rings.insert(
+                fd,
+                Ring {
+                    base,
+                    len,
+                    page,
+                    aux: None,
+                },
+            );
+            if attr.aux_pages > 0 {
+                if let Err(e) = self.map_aux(fd, attr.aux_pages) {
+                    self.perf_close(PerfFd(fd));
+                    return Err(e);
+                }
+            }
         }
         // SAFETY: ENABLE takes no pointer argument; `fd` is an open perf event.
         let r = unsafe { perf::ioctls::ENABLE(fd, 0) };
@@ -122,6 +141,43 @@ impl RealSys {
     }
 }
 
+impl RealSys {
+    /// Maps the AUX buffer of `fd`'s event (`pages` pages) after its ring: its place and size
+    /// are written into the ring's header first (perf_event_open(2), "AUX area"). Mapped
+    /// writable: rondpoint frees what it read by writing aux_tail, and the kernel never
+    /// overwrites what it has not freed.
+    fn map_aux(&mut self, fd: i32, pages: usize) -> Result<(), Errno> {
+        let Some(ring) = self.rings.get_mut(&fd) else {
+            return Err(Errno::EINVAL);
+        };
+        let size = pages * ring.page;
+        let meta = ring.base.cast::<perf::bindings::perf_event_mmap_page>();
+        // SAFETY: the first page of the ring mapping is the event's perf_event_mmap_page,
+        // which user space fills in (aux_offset, aux_size) before mapping the AUX area.
+        unsafe {
+            std::ptr::write_volatile(&mut (*meta).aux_offset, ring.len as u64);
+            std::ptr::write_volatile(&mut (*meta).aux_size, size as u64);
+        }
+        // SAFETY: mapping the perf fd at the aux_offset just set, with the aux_size set, is
+        // the documented way to get its AUX buffer; perf_close unmaps it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                ring.len as libc::off_t,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(errno());
+        }
+        ring.aux = Some((base, size));
+        Ok(())
+    }
+}
+
 impl Drop for RealSys {
     fn drop(&mut self) {
         let fds: Vec<i32> = self.rings.keys().copied().collect();
@@ -129,6 +185,58 @@ impl Drop for RealSys {
             self.perf_close(PerfFd(fd));
         }
     }
+}
+
+/// Appends the bytes from `tail` to `head` (positions that only grow) of a circular area of
+/// `size` bytes at `data` to `out`.
+///
+/// # Safety
+/// `data` points at `size` readable bytes, and `head - tail <= size`.
+unsafe fn copy_wrapped(data: *const u8, size: u64, tail: u64, head: u64, out: &mut Vec<u8>) {
+    let mut pos = tail;
+    while pos != head {
+        let offset = (pos % size) as usize;
+        let chunk = ((head - pos) as usize).min(size as usize - offset);
+        // SAFETY: the caller's; (pos % size) + chunk <= size.
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(data.add(offset), chunk) });
+        pos += chunk as u64;
+    }
+}
+
+/// The ring header's time conversion (see [`TimeConversion`]), read under its sequence
+/// count; `None` when the kernel does not offer one (cap_user_time_zero clear).
+///
+/// # Safety
+/// `meta` points at a mapped perf_event_mmap_page.
+unsafe fn time_conversion(
+    meta: *const perf::bindings::perf_event_mmap_page,
+) -> Option<TimeConversion> {
+    for _ in 0..100 {
+        // SAFETY: the caller's; volatile reads of fields the kernel may be updating.
+        let (seq, conv, again) = unsafe {
+            let seq = std::ptr::read_volatile(&(*meta).lock);
+            fence(Ordering::Acquire);
+            let caps = std::ptr::read_volatile(&(*meta).__bindgen_anon_1.capabilities);
+            // cap_user_time_zero: bit 4; cap_user_time_short: bit 5 (perf_event.h).
+            let conv = (caps & (1 << 4) != 0).then(|| TimeConversion {
+                zero: std::ptr::read_volatile(&(*meta).time_zero),
+                mult: std::ptr::read_volatile(&(*meta).time_mult),
+                shift: std::ptr::read_volatile(&(*meta).time_shift),
+                short: (caps & (1 << 5) != 0).then(|| {
+                    (
+                        std::ptr::read_volatile(&(*meta).time_cycles),
+                        std::ptr::read_volatile(&(*meta).time_mask),
+                    )
+                }),
+            });
+            fence(Ordering::Acquire);
+            (seq, conv, std::ptr::read_volatile(&(*meta).lock))
+        };
+        if seq == again && seq % 2 == 0 {
+            return conv;
+        }
+    }
+    None
 }
 
 fn page_size() -> usize {
@@ -431,25 +539,52 @@ impl Sys for RealSys {
             // The kernel never overruns the tail; anything else means a corrupt header.
             return Err(Errno::EINVAL);
         }
-        // SAFETY: the data area is the `size` bytes after the first page of the mapping; each
-        // copy stays within it ((tail % size) + chunk <= size).
+        // SAFETY: the data area is the `size` bytes after the first page of the mapping.
         unsafe {
-            let data = ring.base.cast::<u8>().add(ring.page);
-            let mut pos = tail;
-            while pos != head {
-                let offset = (pos % size) as usize;
-                let chunk = ((head - pos) as usize).min(size as usize - offset);
-                out.extend_from_slice(std::slice::from_raw_parts(data.add(offset), chunk));
-                pos += chunk as u64;
-            }
+            copy_wrapped(ring.base.cast::<u8>().add(ring.page), size, tail, head, out);
             fence(Ordering::Release);
             std::ptr::write_volatile(&mut (*meta).data_tail, head);
         }
         Ok(())
     }
 
+    fn perf_drain_aux(
+        &mut self,
+        fd: PerfFd,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<TimeConversion>, Errno> {
+        let Some(ring) = self.rings.get(&fd.0) else {
+            return Err(Errno::EINVAL);
+        };
+        let Some((aux, size)) = ring.aux else {
+            return Err(Errno::EINVAL);
+        };
+        let meta = ring.base.cast::<perf::bindings::perf_event_mmap_page>();
+        // SAFETY: as perf_drain, for the AUX area's head and tail (aux_head, aux_tail), whose
+        // `size` bytes are mapped at `aux`; each copy stays within them. The time fields are
+        // read as the kernel last wrote them (it updates them under `lock`, a sequence
+        // count: read until it is even and unchanged).
+        unsafe {
+            let head = std::ptr::read_volatile(&(*meta).aux_head);
+            fence(Ordering::Acquire);
+            let tail = std::ptr::read_volatile(&(*meta).aux_tail);
+            let available = head.wrapping_sub(tail);
+            if available > size as u64 {
+                return Err(Errno::EINVAL);
+            }
+            copy_wrapped(aux.cast::<u8>(), size as u64, tail, head, out);
+            fence(Ordering::Release);
+            std::ptr::write_volatile(&mut (*meta).aux_tail, head);
+            Ok(time_conversion(meta))
+        }
+    }
+
     fn perf_close(&mut self, fd: PerfFd) {
         if let Some(ring) = self.rings.remove(&fd.0) {
+            if let Some((aux, size)) = ring.aux {
+                // SAFETY: the AUX mapping we created and have not unmapped.
+                unsafe { libc::munmap(aux, size) };
+            }
             // SAFETY: `ring` is a mapping we created and have not unmapped.
             unsafe { libc::munmap(ring.base, ring.len) };
         }

@@ -1,5 +1,6 @@
 //! The precise sampler on the fake kernel, over the PMU fixture trees: what it opens (IBS op on
-//! a Zen 4, PEBS with its group leader on a Sapphire Rapids), the samples it makes of the
+//! a Zen 4, PEBS with its group leader on a Sapphire Rapids, SPE with its AUX buffer on a
+//! Neoverse N1), the samples it makes of the
 //! records the kernel would write, and the fallback to page faults when it cannot open.
 
 use super::*;
@@ -284,14 +285,118 @@ fn a_refused_open_falls_back_to_page_faults_and_says_why() {
     );
 }
 
+/// arm_spe_0's `type` in the Neoverse N1 fixture.
+const SPE_TYPE: u32 = 9;
+
+/// A PERF_RECORD_SWITCH_CPU_WIDE switching `pid`/`tid` in at `time`, with the sample id of
+/// TID | TIME | CPU.
+fn switch_in(pid: u32, tid: u32, time: u64, cpu: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&15u32.to_ne_bytes());
+    b.extend_from_slice(&0u16.to_ne_bytes());
+    b.extend_from_slice(&40u16.to_ne_bytes());
+    for v in [0u32, 0, pid, tid] {
+        b.extend_from_slice(&v.to_ne_bytes());
+    }
+    b.extend_from_slice(&time.to_ne_bytes());
+    b.extend_from_slice(&cpu.to_ne_bytes());
+    b.extend_from_slice(&0u32.to_ne_bytes());
+    b
+}
+
+/// An SPE record: data address, load or store, total latency, events, timestamp.
+fn spe_record(va: u64, store: bool, latency: u16, events: u16, ts: u64) -> Vec<u8> {
+    let mut b = vec![0xb2];
+    b.extend_from_slice(&va.to_le_bytes());
+    b.extend([0x98]);
+    b.extend_from_slice(&latency.to_le_bytes());
+    b.extend([0x49, u8::from(store), 0x52]);
+    b.extend_from_slice(&events.to_le_bytes());
+    b.push(0x71);
+    b.extend_from_slice(&ts.to_le_bytes());
+    b
+}
+
 #[test]
-fn arm_spe_is_left_to_page_faults_with_the_reason() {
+fn arm_spe_opens_on_every_cpu_with_an_aux_buffer_and_context_switches() {
     let mut m = machine("neoverse-n1");
-    let access = m.capabilities().support(Capability::AccessSamples);
-    let Support::Estimated(why) = access else {
-        panic!("{access:?}")
-    };
-    assert!(why.contains("AUX buffer"), "{why}");
+    assert_eq!(
+        m.capabilities().support(Capability::AccessSamples),
+        Support::Full
+    );
+    m.set_sampling(&sampling(65_536));
+    let spe: Vec<_> = opens(&m)
+        .into_iter()
+        .filter(|o| o.0.kind == SPE_TYPE)
+        .collect();
+    assert_eq!(spe.len(), 1 + 16);
+    let cpus: Vec<i32> = spe[1..].iter().map(|o| o.2).collect();
+    assert_eq!(cpus, (0..16).collect::<Vec<_>>());
+    let a = &spe[1].0;
+    assert_eq!(
+        a.config,
+        1 | 1 << 33 | 1 << 34,
+        "ts_enable, load and store filters"
+    );
+    assert!(a.context_switch && a.aux_pages > 0 && a.ring_pages > 0);
+    assert_eq!(
+        a.sample_type,
+        SampleFormat::TID | SampleFormat::TIME | SampleFormat::CPU
+    );
+    assert_eq!(a.sample_period, 65_536);
+    assert!(m.signals.sampler.as_deref().unwrap().contains("spe"));
+}
+
+#[test]
+fn spe_records_become_samples_of_the_task_that_ran_when_they_were_written() {
+    let mut m = machine("neoverse-n1");
+    m.set_sampling(&sampling(65_536));
+    m.sys.time_conversion = Some(crate::sys::TimeConversion {
+        zero: 0,
+        mult: 1,
+        shift: 0,
+        short: None,
+    });
+    // fd 101 samples CPU 0 (node 0); fd 106, CPU 5 (node 1).
+    let mut ring = switch_in(4242, 4243, 100, 0);
+    ring.extend(switch_in(999, 999, 200, 0));
+    m.sys.ring_bytes.insert(101, ring);
+    let mut aux = spe_record(HEAP + 8, false, 300, 0x204, 50); // before any switch
+    aux.extend(spe_record(HEAP + 8, false, 300, 0x204, 150)); // LLC refill
+    aux.extend(spe_record(HEAP + 4096, true, 12, 0x004, 160));
+    aux.extend(spe_record(HEAP + 16, false, 9, 0x004, 250)); // pid 999: not managed
+    m.sys.aux_bytes.insert(101, aux);
+    m.sys.ring_bytes.insert(106, switch_in(4242, 4242, 10, 5));
+    // Cut in the middle: read whole at the next drain.
+    let later = spe_record(HEAP + 4096, false, 500, 0x604, 20);
+    m.sys.aux_bytes.insert(106, later[..7].to_vec());
+    let obs = m.observe(0).unwrap();
+    let got: Vec<_> = obs
+        .samples
+        .iter()
+        .map(|s| (s.addr, s.kind, s.latency_cycles, s.dram, s.node.0, s.tid.0))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (HEAP + 8, AccessKind::Read, Some(300), Some(true), 0, 4243),
+            (
+                HEAP + 4096,
+                AccessKind::Write,
+                Some(12),
+                Some(false),
+                0,
+                4243
+            ),
+        ]
+    );
+    assert!(obs.samples.iter().all(|s| s.source == SampleSource::Spe));
+    m.sys.aux_bytes.insert(106, later[7..].to_vec());
+    let obs = m.observe(1).unwrap();
+    let got: Vec<_> = obs.samples.iter().map(|s| (s.addr, s.node.0)).collect();
+    assert_eq!(got, [(HEAP + 4096, 1)]);
+    // The record written before any switch was seen is counted, not guessed.
+    assert_eq!(m.precise_losses().0, 1);
 }
 
 #[test]
