@@ -192,11 +192,12 @@ fn the_self_check_without_perf_says_what_to_install() {
 
 #[test]
 fn the_self_check_workload_waits_for_its_start_then_walks() {
+    // It says where it walked, then waits for its standard input to close.
     rondpoint(&["doctor", "--self-check-workload", "4"])
         .write_stdin("g")
         .assert()
         .success()
-        .stdout("ready\n");
+        .stdout(predicate::str::is_match("^ready\nwalked 0x[0-9a-f]+ 4194304\n$").unwrap());
     // Without the start byte it fails, saying what it waited for.
     rondpoint(&["doctor", "--self-check-workload", "4"])
         .write_stdin("")

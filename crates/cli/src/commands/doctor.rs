@@ -50,12 +50,14 @@ pub struct DoctorArgs {
     /// signals left without one (the input of scripts/perf-equivalence).
     #[arg(long, hide = true)]
     attrs: bool,
-    /// Compare rondpoint's hardware counters (instructions, cycles, LLC misses, as its
-    /// policies read them) with perf stat's on a memory walk on this machine: each must agree
-    /// within its tolerance (exit status 1 if one does not). Needs a PMU and perf.
+    /// Compare rondpoint's hardware counters (instructions, cycles, LLC misses, DRAM loads,
+    /// memory controllers, as its policies read them) with perf stat's, and its memory-access
+    /// samples with perf record's, on memory walks on this machine: each must agree within its
+    /// tolerance (exit status 1 if one does not). Needs a PMU and perf.
     #[arg(long, conflicts_with = "attrs")]
     self_check: bool,
-    /// The self-check's workload: wait for a byte on standard input, touch MIB MiB, walk.
+    /// The self-check's workload: wait for a byte on standard input, touch MIB MiB, walk, say
+    /// where, wait for standard input to close.
     #[arg(long, hide = true, value_name = "MIB")]
     self_check_workload: Option<usize>,
     /// With --self-check: compare page-fault counts instead of hardware counters (the

@@ -431,7 +431,7 @@ impl PlannedAttr {
     }
 
     /// The event as perf's `-e` takes it, and the perf options of the opening mode.
-    pub(crate) fn perf_command(&self) -> (String, String) {
+    pub fn perf_command(&self) -> (String, String) {
         let m = self.modifier();
         let event = match self.event.encoding {
             Encoding::Generic { perf, .. } => format!("{perf}:{m}"),

@@ -11,21 +11,25 @@
 //! and both count the same walk to the workload's exit. The counts must agree within a
 //! tolerance per event.
 //!
+//! Then the samples (module `samples`): rondpoint's sampler, as `run` uses it, against `perf
+//! record` of the same events on another walk.
+//!
 //! The same run with software events (`--self-check-software`, hidden: page faults, which
-//! both count the same way) tests all of this on machines without a PMU, such as the
-//! project's.
+//! both count and sample the same way) tests all of this on machines without a PMU, such as
+//! the project's.
 
+mod samples;
 mod wide;
 
 use anyhow::{Context, Result};
-use rondpoint_linux::machine::{thread_counter_attrs, thread_dram_events_of};
+use rondpoint_linux::machine::{LiveConfig, thread_counter_attrs, thread_dram_events_of};
 use rondpoint_linux::pmu::access::Verdict;
 use rondpoint_linux::pmu::attrs::{self, CpuIdent};
 use rondpoint_linux::pmu::{self, Access, Pmu, Scope};
 use rondpoint_linux::procfs::ProcRoot;
 use rondpoint_linux::sys::{Errno, PerfAttr, PerfFd, PerfReading, RealSys, Sys};
 use rondpoint_linux::sysfs::SysfsRoot;
-use rondpoint_model::Pid;
+use rondpoint_model::{Capability, Pid, Support};
 use serde::Serialize;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -121,7 +125,8 @@ struct SelfCheck {
 }
 
 /// The workload (`doctor --self-check-workload MIB`): says `ready` on standard output, waits
-/// for a byte on standard input, then touches `mib` MiB and walks them [`PASSES`] times.
+/// for a byte on standard input, then touches `mib` MiB and walks them [`PASSES`] times, says
+/// where (`walked ADDR LEN`), and exits when its standard input closes.
 pub fn workload(mib: usize) -> Result<ExitCode> {
     // Started: what runs from here to the byte is the read(2) that waits for it.
     let mut stdout = std::io::stdout();
@@ -142,6 +147,14 @@ pub fn workload(mib: usize) -> Result<ExitCode> {
         }
     }
     std::hint::black_box(sum);
+    stdout
+        .write_all(format!("walked {:#x} {}\n", buffer.as_ptr() as usize, buffer.len()).as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("telling the self-check where the walk was")?;
+    // Alive until the self-check has drained its samples (a closed pipe ends the read).
+    let mut rest = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut rest);
+    drop(buffer);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -191,6 +204,7 @@ pub fn run(json: bool, software: bool) -> Result<ExitCode> {
     );
     let mut events = count_both(&mut sys, &perf, &events)?;
     events.extend(system_wide(&mut sys, &perf, software)?);
+    events.extend(sampled(&perf, software)?);
     let ok = events.iter().all(|e| e.ok);
     let report = SelfCheck {
         workload: format!("{WORKLOAD_MIB} MiB walked {PASSES} times, one line at a time"),
@@ -237,20 +251,49 @@ fn system_wide(sys: &mut RealSys, perf: &Path, software: bool) -> Result<Vec<Com
     wide::count(sys, perf, &events)
 }
 
+/// The samples' comparison (module `samples`): with the precise events the live machine
+/// samples with here, else (and with `software`) page faults; nothing, with a note, where
+/// neither may be sampled.
+fn sampled(perf: &Path, software: bool) -> Result<Option<Compared>> {
+    let topology = crate::options::discover(Path::new("/sys"))?.topology;
+    let capabilities = crate::live::launch_capabilities(&topology, &LiveConfig::default());
+    // Access samples: precise where they open (Full), page faults where those stand in.
+    let precise = match capabilities.support(Capability::AccessSamples) {
+        Support::Missing(why) => {
+            eprintln!("self-check: samples are not compared ({why})");
+            return Ok(None);
+        }
+        Support::Full if !software => {
+            let (pmus, cpu) = this_machine();
+            samples::precise_events(&pmus, cpu.as_ref())
+        }
+        _ => Vec::new(),
+    };
+    eprintln!(
+        "self-check: sampling a walk with rondpoint's {} sampler and perf record",
+        if precise.is_empty() {
+            "page-fault"
+        } else {
+            "precise"
+        }
+    );
+    samples::compare(perf, topology, &precise).map(Some)
+}
+
 /// Starts the workload, counts it with rondpoint's counters and perf stat, and compares.
 fn count_both(sys: &mut RealSys, perf: &Path, events: &[Event]) -> Result<Vec<Compared>> {
-    with_workload(|child| {
+    with_workload(WORKLOAD_MIB, |child| {
         let pid = Pid(i32::try_from(child.id()).context("the workload's pid")?);
         count_child(sys, perf, events, child, pid)
     })
 }
 
-/// Starts the workload and runs `count` with it; however that goes, the workload is not left
-/// running.
-fn with_workload<T>(count: impl FnOnce(&mut Child) -> Result<T>) -> Result<T> {
+/// Starts the workload (walking `mib` MiB) and runs `count` with it; however that goes, the
+/// workload is not left running.
+fn with_workload<T>(mib: usize, count: impl FnOnce(&mut Child) -> Result<T>) -> Result<T> {
     let exe = std::env::current_exe().context("finding rondpoint's own executable")?;
     let mut child = Command::new(exe)
-        .args(["doctor", "--self-check-workload", &WORKLOAD_MIB.to_string()])
+        .args(["doctor", "--self-check-workload", &mib.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -444,7 +487,8 @@ fn verdict(event: String, ours: u64, theirs: Option<u64>, tolerance_pct: f64) ->
 
 fn render(r: &SelfCheck) -> String {
     let mut s = format!(
-        "self-check: rondpoint's counters against perf stat, on {}\n",
+        "self-check: rondpoint's counters against perf stat, its samples against perf \
+         record, on {}\n",
         r.workload
     );
     let width = r
@@ -474,9 +518,9 @@ fn render(r: &SelfCheck) -> String {
         ));
     }
     s.push_str(if r.ok {
-        "every counter agrees with perf\n"
+        "every count agrees with perf\n"
     } else {
-        "a counter differs from perf's: please report it with this output and `rondpoint doctor --json`\n"
+        "a count differs from perf's: please report it with this output and `rondpoint doctor --json`\n"
     });
     s
 }

@@ -89,7 +89,7 @@ pub(super) fn page_fault_events(cpus: &[u32]) -> Vec<WideEvent> {
 
 /// Counts a walk with `events` (rondpoint's) and `perf stat -a`, and compares each row's sum.
 pub(super) fn count(sys: &mut RealSys, perf: &Path, events: &[WideEvent]) -> Result<Vec<Compared>> {
-    with_workload(|child| {
+    with_workload(super::WORKLOAD_MIB, |child| {
         let names: Vec<&str> = events.iter().map(|e| e.perf.as_str()).collect();
         let mut perf_child = Command::new(perf)
             .args(["stat", "-a", "-x", SEPARATOR, "-e", &names.join(",")])
