@@ -387,10 +387,12 @@ away_share() {
 # more while node 1 (the kernel's first fallback: nearer than node 3, lower than node 2) holds
 # 200 MiB of another program. First touch: the overflow lands on node 1. hybrid: spread over
 # the near tier, nodes 1 and 2 (each 30-70% of it), never the far node 3 while they have room.
-# usage-aware: to node 2, the less used of the near tier: at least 75% of the overflow, or,
-# where node 2 has less room than that, 90% of its room (its free memory before the run less
-# the 64 MiB rondpoint leaves free on a node, LiveConfig::reserve_free_bytes). --dry-run:
-# where first touch put it. Every time, the program's data is intact afterwards.
+# usage-aware: to the less used node of the near tier, chunk by chunk ([Choe21 §4]: used =
+# total - free), so node 2 gets the share that evens out the two nodes' use, all of it when
+# node 1's use (the 200 MiB held, and what the boot left there) exceeds node 2's by the
+# overflow or more: at least 75% of the overflow, or 10 points less than that even share
+# where what the boot left makes it smaller. --dry-run: where first touch put it. Every time,
+# the program's data is intact afterwards.
 # What a node's memory holds (MiB), and the processes of more than 8 MiB resident, for a
 # failure's message: node_memory N.
 node_memory() {
@@ -398,6 +400,11 @@ node_memory() {
     for s in /proc/[0-9]*/status; do
         awk '/^Name:/ {n = $2} /^Pid:/ {p = $2} /^VmRSS:/ && $2 > 8192 {printf "%s[%s] %d MiB, ", n, p, $2 / 1024}' "$s" 2>/dev/null
     done
+}
+
+# A node's memory in use (MiB): total minus free.
+node_used() {
+    awk '$3 == "MemTotal:" {t = $4} $3 == "MemFree:" {f = $4} END {printf "%d", (t - f) / 1024}' "/sys/devices/system/node/node$1/meminfo"
 }
 
 check_remote_placement() {
@@ -411,9 +418,10 @@ check_remote_placement() {
     why=""; seen=""
     for case in first-touch hybrid usage-aware dry-hybrid; do
         policy=${case#dry-}; dry=""; [ "$case" = dry-hybrid ] && dry=--dry-run
-        # Node 2's room, as a share (percent) of the 160 MiB overflow.
-        room2=$(awk '$3 == "MemFree:" {printf "%d", ($4 / 1024 - 64) * 100 / 160}' /sys/devices/system/node/node2/meminfo)
-        want2=$(( room2 * 90 / 100 )); [ "$want2" -gt 75 ] && want2=75
+        # The share of the 160 MiB overflow (percent) that evens out nodes 1 and 2's use.
+        even2=$(( (160 + $(node_used 1) - $(node_used 2)) * 100 / 320 ))
+        [ "$even2" -gt 100 ] && even2=100; [ "$even2" -lt 0 ] && even2=0
+        want2=$(( even2 - 10 )); [ "$want2" -gt 75 ] && want2=75
         set=""; [ "$policy" != first-touch ] && set="--set $policy.min_move_mib=8"
         out=$(rondpoint run $dry --policy "$policy" $set --epoch-ms 500 --json -- rondpoint-mgen overflow --over-mib 160 --secs 10 2>/tmp/run.err)
         line=$(echo "$out" | grep '^mgen placement'); n1=$(away_share "$line" 1); n2=$(away_share "$line" 2); n3=$(away_share "$line" 3)
@@ -422,11 +430,11 @@ check_remote_placement() {
             first-touch|dry-hybrid) [ "$n1" -ge 85 ] || why="$why $case: $n1% of the overflow on node 1 ($line);" ;;
             hybrid) { [ "$n1" -ge 30 ] && [ "$n1" -le 70 ] && [ "$n2" -ge 30 ] && [ "$n2" -le 70 ] && [ "$n3" -le 2 ]; } \
                 || why="$why hybrid: nodes 1/2/3 hold $n1/$n2/$n3% of the overflow ($line);" ;;
-            usage-aware) { [ "$n2" -ge "$want2" ] && [ "$n3" -le 2 ]; } || why="$why usage-aware: nodes 1/2/3 hold $n1/$n2/$n3%, node 2 at least $want2% ($line; node 2 after: $(node_memory 2));" ;;
+            usage-aware) { [ "$n2" -ge "$want2" ] && [ "$n3" -le 2 ]; } || why="$why usage-aware: nodes 1/2/3 hold $n1/$n2/$n3%, node 2 at least $want2% (even share $even2%) ($line; node 2 after: $(node_memory 2));" ;;
         esac
         moved=$(report_sum "$out" move-node-pages pages_done)
         [ "$case" = dry-hybrid ] && [ "${moved:-0}" -gt 0 ] && why="$why dry run moved $moved pages;"
-        seen="$seen $case $n1/$n2/$n3% (${moved:-0} pages moved$([ "$case" = usage-aware ] && echo ", node 2's room $room2%"));"
+        seen="$seen $case $n1/$n2/$n3% (${moved:-0} pages moved$([ "$case" = usage-aware ] && echo ", even share $even2%"));"
     done
     kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
     if [ -z "$why" ]; then ok remote-placement "overflow on nodes 1/2/3:$seen"; else bad remote-placement "$why $before"; fi
