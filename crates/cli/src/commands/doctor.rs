@@ -7,7 +7,7 @@
 //! the core PMU, samples page faults through the software PMU, and counts memory-controller
 //! traffic per node with the uncore memory-controller PMUs (`uncore_imc_N`, `amd_umc_N`) where
 //! their events are catalogued, samples memory accesses with IBS op, PEBS or Arm SPE, and
-//! counts UPI link traffic (two sockets). `amd_df` is detected and reported, not used yet: the
+//! counts UPI link traffic between sockets. `amd_df` is detected and reported, not used yet: the
 //! report says so rather than counting it as a signal.
 
 use crate::format;
@@ -333,12 +333,13 @@ fn inferred_mc_counters(planned: &[PlannedAttr], access: &Access) -> McCounters 
 }
 
 /// Why links would not be measured on a machine with the plan `planned`: `run` and `daemon`
-/// count them with UPI counters on two sockets of one node each, which the PMUs alone do not
-/// say.
+/// count them with UPI counters on sockets of one node each whose links the kernel maps,
+/// which the PMUs alone do not say.
 fn inferred_links(planned: &[PlannedAttr]) -> String {
     if plans(planned, Signal::LinkTraffic) {
-        "inferred from the PMUs, not opened: run and daemon count the UPI links on two \
-         sockets of one node each (not with more sockets or sub-NUMA clustering)"
+        "inferred from the PMUs, not opened: run and daemon count the UPI links between \
+         sockets of one node each (not with sub-NUMA clustering, nor beyond two sockets on \
+         kernels before 5.19)"
             .into()
     } else {
         "no interconnect counters are read".into()
@@ -387,7 +388,7 @@ fn pmu_row(p: &Pmu) -> PmuRow {
         ),
         PmuKind::IntelUpi => (
             Use::Used,
-            "interconnect link traffic (two sockets of one node each)".into(),
+            "interconnect link traffic (between sockets of one node each)".into(),
         ),
         kind => (Use::NotUsed, kind.describe().into()),
     };

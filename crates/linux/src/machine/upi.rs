@@ -1,20 +1,27 @@
-//! Interconnect traffic between the two sockets of a two-socket Intel machine, counted by its
-//! UPI link counters (`uncore_upi_N`) instead of left unmeasured.
+//! Interconnect traffic between the sockets of an Intel machine, counted by its UPI link
+//! counters (`uncore_upi_N`) instead of left unmeasured.
 //!
 //! The counters are the plan's `link-traffic` events ([`crate::pmu::attrs::plan`]: data flits
 //! sent, `UNC_UPI_TxL_FLITS.ALL_DATA`, on every unit of such a PMU), opened once with the
 //! probe, system-wide on each CPU of the unit's `cpumask` (one per socket), as the
-//! memory-controller counters are (machine/uncore.rs). A socket's units together count every
-//! data flit it sends over UPI; with two sockets, all of it goes to the other one. A 64-byte
-//! line takes 9 data flits: perf's own metric for UPI bandwidth multiplies the flits by 64/9
-//! (`upi_data_transmit_bw`, tools/perf/pmu-events/arch/x86/sapphirerapids/spr-metrics.json:
+//! memory-controller counters are (machine/uncore.rs). A unit counts the data flits its socket
+//! sends over that one link. A 64-byte line takes 9 data flits: perf's own metric for UPI
+//! bandwidth multiplies the flits by 64/9 (`upi_data_transmit_bw`,
+//! tools/perf/pmu-events/arch/x86/sapphirerapids/spr-metrics.json:
 //! `UNC_UPI_TxL_FLITS.ALL_DATA * 7.111111111111111`).
 //!
-//! Measured only where the sockets and the topology's nodes match one to one: exactly two
-//! sockets, one node with CPUs and memory each. Which UPI port leads to which socket is not in
-//! sysfs on older kernels, so on four or eight sockets a socket's flits cannot be told apart by
-//! link; and with sub-NUMA clustering one socket's several nodes share its links. There the
-//! links stay unmeasured, and the capability says why.
+//! Where a link leads: with two sockets, to the other one. With more, the kernel says, from
+//! Linux 5.19 on Skylake-SP, Ice Lake-SP and Sapphire Rapids: `uncore_upi_X/dieY` holds
+//! `upi_Z,die_W`, link X of die Y goes to link Z of die W, and a link that is not connected
+//! has no such file (Documentation/ABI/testing/sysfs-devices-mapping). The die numbers are
+//! the logical dies, one per socket on these Xeons: taken as the sockets'
+//! physical_package_id. Each pair of sockets that a link joins is one [`LinkCounters`], its
+//! bytes each way the sums of the links' units.
+//!
+//! Measured only where the sockets and the topology's nodes match one to one: one node with
+//! CPUs and memory per socket. With sub-NUMA clustering one socket's several nodes share its
+//! links; on more than two sockets with an older kernel the links' ends are not known. There
+//! the links stay unmeasured, and the capability says why.
 
 use super::uncore::{MachinePmus, open_error, package_of, unit_cpus};
 use crate::pmu::events::Signal;
@@ -37,28 +44,30 @@ pub enum LinksUnmeasured {
 /// Bytes per data flit: a 64-byte line is 9 flits (see the module's documentation).
 const BYTES_PER_FLIT: f64 = 64.0 / 9.0;
 
-/// One opened counter: a unit's flits on one socket's CPU.
+/// One opened counter: a unit's flits on one socket's CPU, and the sockets (indices into
+/// [`UpiLinks::nodes`]) its link joins, sender first.
 #[derive(Debug)]
 struct Counter {
     fd: PerfFd,
     last: PerfReading,
-    /// 0 or 1: which of the two sockets sends what it counts.
-    side: usize,
+    from: usize,
+    to: usize,
 }
 
-/// The UPI counters of a two-socket machine and the link they measure.
+/// The UPI counters of a machine of one node per socket, and the links they measure.
 #[derive(Debug)]
 pub(super) struct UpiLinks {
     counters: Vec<Counter>,
-    /// The node of each socket (side 0, side 1).
-    nodes: [NodeId; 2],
+    /// The node of each socket.
+    nodes: Vec<NodeId>,
 }
 
-/// The node of each of the machine's two sockets, if it has two sockets of one node each.
+/// Each socket with memory and its node (physical_package_id, node), if the machine has two
+/// or more sockets of one node each.
 fn socket_nodes(
     sysfs: &SysfsRoot,
     topology: &Topology,
-) -> Result<[(u32, NodeId); 2], LinksUnmeasured> {
+) -> Result<Vec<(u32, NodeId)>, LinksUnmeasured> {
     let mut found: Vec<(u32, NodeId)> = Vec::new();
     for n in topology.nodes() {
         let Some(&cpu) = n.cpus.first() else {
@@ -80,20 +89,71 @@ fn socket_nodes(
         }
         found.push((package, n.id));
     }
-    match found.as_slice() {
-        [a, b] => Ok([*a, *b]),
-        _ => Err(LinksUnmeasured::Shape(format!(
-            "{} sockets: which UPI port leads to which socket is not known, so flits are told \
-             apart by link only between two sockets",
+    if found.len() < 2 {
+        return Err(LinksUnmeasured::Shape(format!(
+            "{} socket with memory: no link between sockets",
             found.len()
-        ))),
+        )));
+    }
+    Ok(found)
+}
+
+/// Where each unit's link leads from each socket: `ends(unit, socket index)` is the socket
+/// index at its other end, `None` for a link that is not connected.
+struct LinkEnds<'a> {
+    sysfs: &'a SysfsRoot,
+    sockets: &'a [(u32, NodeId)],
+}
+
+impl LinkEnds<'_> {
+    fn file(&self, unit: &str, package: u32) -> String {
+        format!("bus/event_source/devices/{unit}/die{package}")
+    }
+
+    /// With more than two sockets, the kernel must say where links lead (some unit has a
+    /// `dieY` file).
+    fn known(&self, units: &[&str]) -> Result<(), LinksUnmeasured> {
+        if self.sockets.len() == 2
+            || units.iter().any(|u| {
+                self.sockets
+                    .iter()
+                    .any(|(p, _)| self.sysfs.path(&self.file(u, *p)).exists())
+            })
+        {
+            return Ok(());
+        }
+        Err(LinksUnmeasured::Shape(format!(
+            "{} sockets, and the kernel does not say which socket each UPI link leads to \
+             (uncore_upi_N/dieY, Linux 5.19 and later)",
+            self.sockets.len()
+        )))
+    }
+
+    fn ends(&self, unit: &str, from: usize) -> Result<Option<usize>, LinksUnmeasured> {
+        if self.sockets.len() == 2 {
+            return Ok(Some(1 - from));
+        }
+        let (package, _) = self.sockets[from];
+        let rel = self.file(unit, package);
+        let Ok(Some(text)) = self.sysfs.read_optional(&rel) else {
+            return Ok(None);
+        };
+        let die = text
+            .trim()
+            .split(',')
+            .find_map(|f| f.strip_prefix("die_"))
+            .and_then(|d| d.parse::<u32>().ok());
+        let bad = || LinksUnmeasured::Shape(format!("{rel}: '{}' is not upi_Z,die_W", text.trim()));
+        let die = die.ok_or_else(bad)?;
+        let to = self.sockets.iter().position(|(p, _)| *p == die);
+        to.filter(|&t| t != from).map(Some).ok_or_else(bad)
     }
 }
 
 impl UpiLinks {
     /// Opens the plan's UPI counters on this machine. `Err` says why the links are not
-    /// measured (no such counters, a machine that is not two sockets of one node each, or a
-    /// counter that did not open: those opened are closed again).
+    /// measured (no such counters, a machine that is not sockets of one node each, links whose
+    /// ends are not known, or a counter that did not open: those opened are closed again).
     pub(super) fn open(
         sys: &mut dyn Sys,
         sysfs: &SysfsRoot,
@@ -104,23 +164,38 @@ impl UpiLinks {
         if planned.is_empty() {
             return Err(LinksUnmeasured::NoCounters);
         }
-        let sides = socket_nodes(sysfs, topology)?;
+        let sockets = socket_nodes(sysfs, topology)?;
+        let ends = LinkEnds {
+            sysfs,
+            sockets: &sockets,
+        };
+        let units: Vec<&str> = planned.iter().map(|a| a.unit.as_str()).collect();
+        ends.known(&units)?;
         let mut links = UpiLinks {
             counters: Vec::new(),
-            nodes: [sides[0].1, sides[1].1],
+            nodes: sockets.iter().map(|s| s.1).collect(),
         };
         for a in planned {
             for cpu in unit_cpus(&machine.pmus, &a.unit) {
-                let Some(side) =
-                    package_of(sysfs, cpu).and_then(|p| sides.iter().position(|(q, _)| *q == p))
+                let Some(from) =
+                    package_of(sysfs, cpu).and_then(|p| sockets.iter().position(|(q, _)| *q == p))
                 else {
                     continue;
+                };
+                let to = match ends.ends(&a.unit, from) {
+                    Ok(Some(to)) => to,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        links.close(sys);
+                        return Err(e);
+                    }
                 };
                 match sys.perf_open(&a.attr, Pid(-1), cpu.0 as i32) {
                     Ok(fd) => links.counters.push(Counter {
                         fd,
                         last: PerfReading::default(),
-                        side,
+                        from,
+                        to,
                     }),
                     Err(e) => {
                         links.close(sys);
@@ -129,8 +204,8 @@ impl UpiLinks {
                 }
             }
         }
-        let sides_counted = (0..2).all(|s| links.counters.iter().any(|c| c.side == s));
-        if !sides_counted {
+        let all_counted = (0..sockets.len()).all(|s| links.counters.iter().any(|c| c.from == s));
+        if !all_counted {
             links.close(sys);
             return Err(LinksUnmeasured::Shape(
                 "the UPI units' cpumasks do not name a CPU of each socket".into(),
@@ -145,34 +220,47 @@ impl UpiLinks {
         }
     }
 
-    /// The link's traffic since the last read, each way, scaled for multiplexing; `None` when
-    /// a counter could not be read.
-    pub(super) fn read(&mut self, sys: &mut dyn Sys) -> Option<LinkCounters> {
-        let mut flits = [0u64; 2];
+    /// Each linked pair of sockets' traffic since the last read, each way, scaled for
+    /// multiplexing, pairs in socket order; `None` when a counter could not be read.
+    pub(super) fn read(&mut self, sys: &mut dyn Sys) -> Option<Vec<LinkCounters>> {
+        let n = self.nodes.len();
+        let mut flits = vec![vec![0u64; n]; n];
+        let mut linked = vec![vec![false; n]; n];
         let mut complete = true;
         for c in &mut self.counters {
             match sys.perf_read(c.fd) {
                 Ok(now) => {
-                    flits[c.side] = flits[c.side].saturating_add(now.scaled_since(&c.last));
+                    flits[c.from][c.to] =
+                        flits[c.from][c.to].saturating_add(now.scaled_since(&c.last));
                     c.last = now;
                 }
                 Err(_) => complete = false,
             }
+            linked[c.from.min(c.to)][c.from.max(c.to)] = true;
         }
         let bytes = |f: u64| (f as f64 * BYTES_PER_FLIT).round() as u64;
-        complete.then(|| LinkCounters {
-            a: self.nodes[0],
-            b: self.nodes[1],
-            bytes_a_to_b: bytes(flits[0]),
-            bytes_b_to_a: bytes(flits[1]),
-            capacity_bytes_per_s: None,
-        })
+        let mut out = Vec::new();
+        for a in 0..n {
+            for b in a + 1..n {
+                if linked[a][b] {
+                    out.push(LinkCounters {
+                        a: self.nodes[a],
+                        b: self.nodes[b],
+                        bytes_a_to_b: bytes(flits[a][b]),
+                        bytes_b_to_a: bytes(flits[b][a]),
+                        capacity_bytes_per_s: None,
+                    });
+                }
+            }
+        }
+        complete.then_some(out)
     }
 }
 
 impl<S: Sys> super::LinuxMachine<S> {
-    /// Opens the UPI link counters, if the machine has them and is two sockets of one node
-    /// each (once, with the probe); else why the links are not measured.
+    /// Opens the UPI link counters, if the machine has them and is sockets of one node each
+    /// whose links' ends are known (once, with the probe); else why the links are not
+    /// measured.
     pub(super) fn open_upi(&mut self, machine: &MachinePmus) -> Option<String> {
         match UpiLinks::open(&mut self.sys, &self.sysfs, machine, &self.topology) {
             Ok(links) => {
@@ -189,7 +277,7 @@ impl<S: Sys> super::LinuxMachine<S> {
         let Some(upi) = self.upi.as_mut() else {
             return Vec::new();
         };
-        upi.read(&mut self.sys).into_iter().collect()
+        upi.read(&mut self.sys).unwrap_or_default()
     }
 }
 

@@ -94,3 +94,116 @@ fn a_machine_without_upi_counters_says_none_are_read() {
     };
     assert!(why.contains("no interconnect counters are read"), "{why}");
 }
+
+/// The UPI counters opened: (fd, unit index, CPU).
+fn upi_units(m: &LinuxMachine<FakeSys>) -> Vec<(i32, u32, i32)> {
+    m.sys()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::PerfOpen { attr, cpu, .. } => Some((attr.kind, *cpu)),
+            Call::PerfOpenMember { attr, cpu, .. } => Some((attr.kind, *cpu)),
+            _ => None,
+        })
+        .enumerate()
+        .filter(|(_, (kind, _))| UPI_TYPES.contains(kind))
+        .map(|(i, (kind, cpu))| (100 + i as i32, kind - UPI_TYPES.start, cpu))
+        .collect()
+}
+
+/// A four-socket machine's link map as the kernel gives it (`uncore_upi_X/dieY` =
+/// `upi_Z,die_W`, Documentation/ABI/testing/sysfs-devices-mapping): every socket's links 0-2
+/// go to the other three sockets in order (a full mesh), link 3 is not connected (no file).
+fn four_socket_links(root: &std::path::Path) {
+    let others = |d: u32| (0..4).filter(move |&x| x != d).collect::<Vec<u32>>();
+    for die in 0..4 {
+        for (link, peer) in others(die).into_iter().enumerate() {
+            let back = others(peer).iter().position(|&x| x == die).unwrap();
+            std::fs::write(
+                root.join(format!(
+                    "bus/event_source/devices/uncore_upi_{link}/die{die}"
+                )),
+                format!("upi_{back},die_{peer}\n"),
+            )
+            .unwrap();
+        }
+    }
+}
+
+#[test]
+fn four_sockets_count_each_pair_their_links_join() {
+    // Sockets 0-3: CPUs 0-3, 4-7, 8-11, 12-15 (nodes 0-3).
+    let dir = sysfs("0,4,8,12", 16, 4);
+    four_socket_links(dir.path());
+    let mut m = machine(dir.path(), 4);
+    assert_eq!(
+        m.capabilities().support(Capability::LinkTraffic),
+        Support::Full
+    );
+    let opens = upi_units(&m);
+    assert_eq!(opens.len(), 3 * 4, "3 connected links x 4 sockets");
+    // Socket `from`'s link to `to` sends 9 x (10 from + to + 1) flits: 64 x that in bytes.
+    for &(fd, unit, cpu) in &opens {
+        let from = cpu as u32 / 4;
+        let to = (0..4).filter(|&x| x != from).nth(unit as usize).unwrap();
+        let value = 9 * u64::from(10 * from + to + 1);
+        m.sys.counters.insert(
+            fd,
+            PerfReading {
+                value,
+                enabled_ns: 10,
+                running_ns: 10,
+            },
+        );
+    }
+    let counters = m.observe(0).unwrap().counters;
+    let got: Vec<(u16, u16, u64, u64)> = counters
+        .links
+        .iter()
+        .map(|l| (l.a.0, l.b.0, l.bytes_a_to_b, l.bytes_b_to_a))
+        .collect();
+    let want: Vec<(u16, u16, u64, u64)> = (0..4u16)
+        .flat_map(|a| (a + 1..4).map(move |b| (a, b)))
+        .map(|(a, b)| {
+            let sent = |f: u16, t: u16| 64 * u64::from(10 * f + t + 1);
+            (a, b, sent(a, b), sent(b, a))
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn four_sockets_without_the_kernel_s_link_map_say_so() {
+    let dir = sysfs("0,4,8,12", 16, 4);
+    let mut m = machine(dir.path(), 4);
+    let Support::Missing(why) = m.capabilities().support(Capability::LinkTraffic) else {
+        panic!();
+    };
+    assert!(why.contains("which socket each UPI link leads to"), "{why}");
+    assert!(upi_units(&m).is_empty());
+}
+
+#[test]
+fn a_link_map_naming_no_socket_is_refused() {
+    let dir = sysfs("0,4,8,12", 16, 4);
+    four_socket_links(dir.path());
+    std::fs::write(
+        dir.path()
+            .join("bus/event_source/devices/uncore_upi_0/die2"),
+        "upi_0,die_9\n",
+    )
+    .unwrap();
+    let mut m = machine(dir.path(), 4);
+    let Support::Missing(why) = m.capabilities().support(Capability::LinkTraffic) else {
+        panic!();
+    };
+    assert!(why.contains("uncore_upi_0/die2: 'upi_0,die_9'"), "{why}");
+    // What opened before the bad file was read is closed again.
+    let closed = m
+        .sys()
+        .calls
+        .iter()
+        .filter(|c| matches!(c, Call::PerfClose { .. }))
+        .count();
+    assert!(closed >= upi_units(&m).len(), "{closed}");
+}
