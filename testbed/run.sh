@@ -8,7 +8,7 @@
 # root (and numactl, whose flags a check and whose migratepages the benchmark compare with, and stress-ng, which the
 # stress check runs); kernel packages are cached in $RONDPOINT_TESTBED_CACHE (default ~/.cache/rondpoint-testbed).
 #
-#   testbed/run.sh              # both kernels, one after the other (TESTBED_JOBS=2: side by side)
+#   testbed/run.sh              # both kernels, side by side (TESTBED_JOBS=1: one after the other)
 #   KERNELS=linux-image-6.12-cloud-amd64 CHECKS=threads,thp VERBOSE=1 testbed/run.sh
 #   CHECKS=threads REPEAT=5 testbed/run.sh   # each check 5 times in one boot (hunting flakes)
 #   KEEP=/tmp/recs CHECKS=carrefour_own_shared REPEAT=5 testbed/run.sh
@@ -139,11 +139,9 @@ boot() {
     echo $(( $(date +%s) - start )) > "$work/$name.took"
 }
 
-# Each guest runs on one host thread (single-threaded TCG), so the kernels can boot side by
-# side, TESTBED_JOBS at a time (default 1: side by side, the remote-placement check failed
-# once on 6.12 with 19% of the overflow on node 2, until that is understood), and report in
-# the order given.
-jobs_max=${TESTBED_JOBS:-1}
+# Each guest runs on one host thread (single-threaded TCG), so the kernels boot side by side,
+# TESTBED_JOBS at a time (default 2), and report in the order given.
+jobs_max=${TESTBED_JOBS:-2}
 images=()
 for meta in $kernels; do
     images+=("$(kernel_image "$meta")")
