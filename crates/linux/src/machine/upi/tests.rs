@@ -14,8 +14,9 @@ const UNITS: usize = 4;
 const UPI_TYPES: std::ops::Range<u32> = 60..64;
 const TXL_DATA: u64 = 0x0f02;
 
-/// The UPI counters opened: (fd, CPU), fds as the fake numbers them (100 up, in call order).
-fn upi_opens(m: &LinuxMachine<FakeSys>) -> Vec<(i32, i32)> {
+/// The UPI counters opened: (fd, unit index, CPU), fds as the fake numbers them (100 up, in
+/// call order).
+fn upi_opens(m: &LinuxMachine<FakeSys>) -> Vec<(i32, u32, i32)> {
     m.sys()
         .calls
         .iter()
@@ -28,9 +29,21 @@ fn upi_opens(m: &LinuxMachine<FakeSys>) -> Vec<(i32, i32)> {
         .filter(|(_, (attr, _))| UPI_TYPES.contains(&attr.kind))
         .map(|(i, (attr, cpu))| {
             assert_eq!(attr.config, TXL_DATA);
-            (100 + i as i32, cpu)
+            (100 + i as i32, attr.kind - UPI_TYPES.start, cpu)
         })
         .collect()
+}
+
+/// Counter `fd` reads `value`, running all the time it was enabled.
+fn reads(m: &mut LinuxMachine<FakeSys>, fd: i32, value: u64) {
+    m.sys.counters.insert(
+        fd,
+        PerfReading {
+            value,
+            enabled_ns: 10,
+            running_ns: 10,
+        },
+    );
 }
 
 #[test]
@@ -45,16 +58,8 @@ fn two_sockets_of_one_node_count_their_link_each_way() {
     let opens = upi_opens(&m);
     assert_eq!(opens.len(), UNITS * 2, "4 units x 2 sockets");
     // Socket 0's units send 900 data flits each, socket 1's 90, in a fully running epoch.
-    for &(fd, cpu) in &opens {
-        let value = if cpu == 0 { 900 } else { 90 };
-        m.sys.counters.insert(
-            fd,
-            PerfReading {
-                value,
-                enabled_ns: 10,
-                running_ns: 10,
-            },
-        );
+    for &(fd, _, cpu) in &opens {
+        reads(&mut m, fd, if cpu == 0 { 900 } else { 90 });
     }
     let counters = m.observe(0).unwrap().counters;
     assert!(!counters.is_missing(CounterGroup::Links));
@@ -95,22 +100,6 @@ fn a_machine_without_upi_counters_says_none_are_read() {
     assert!(why.contains("no interconnect counters are read"), "{why}");
 }
 
-/// The UPI counters opened: (fd, unit index, CPU).
-fn upi_units(m: &LinuxMachine<FakeSys>) -> Vec<(i32, u32, i32)> {
-    m.sys()
-        .calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::PerfOpen { attr, cpu, .. } => Some((attr.kind, *cpu)),
-            Call::PerfOpenMember { attr, cpu, .. } => Some((attr.kind, *cpu)),
-            _ => None,
-        })
-        .enumerate()
-        .filter(|(_, (kind, _))| UPI_TYPES.contains(kind))
-        .map(|(i, (kind, cpu))| (100 + i as i32, kind - UPI_TYPES.start, cpu))
-        .collect()
-}
-
 /// A four-socket machine's link map as the kernel gives it (`uncore_upi_X/dieY` =
 /// `upi_Z,die_W`, Documentation/ABI/testing/sysfs-devices-mapping): every socket's links 0-2
 /// go to the other three sockets in order (a full mesh), link 3 is not connected (no file).
@@ -140,21 +129,13 @@ fn four_sockets_count_each_pair_their_links_join() {
         m.capabilities().support(Capability::LinkTraffic),
         Support::Full
     );
-    let opens = upi_units(&m);
+    let opens = upi_opens(&m);
     assert_eq!(opens.len(), 3 * 4, "3 connected links x 4 sockets");
     // Socket `from`'s link to `to` sends 9 x (10 from + to + 1) flits: 64 x that in bytes.
     for &(fd, unit, cpu) in &opens {
         let from = cpu as u32 / 4;
         let to = (0..4).filter(|&x| x != from).nth(unit as usize).unwrap();
-        let value = 9 * u64::from(10 * from + to + 1);
-        m.sys.counters.insert(
-            fd,
-            PerfReading {
-                value,
-                enabled_ns: 10,
-                running_ns: 10,
-            },
-        );
+        reads(&mut m, fd, 9 * u64::from(10 * from + to + 1));
     }
     let counters = m.observe(0).unwrap().counters;
     let got: Vec<(u16, u16, u64, u64)> = counters
@@ -180,7 +161,7 @@ fn four_sockets_without_the_kernel_s_link_map_say_so() {
         panic!();
     };
     assert!(why.contains("which socket each UPI link leads to"), "{why}");
-    assert!(upi_units(&m).is_empty());
+    assert!(upi_opens(&m).is_empty());
 }
 
 #[test]
@@ -205,5 +186,5 @@ fn a_link_map_naming_no_socket_is_refused() {
         .iter()
         .filter(|c| matches!(c, Call::PerfClose { .. }))
         .count();
-    assert!(closed >= upi_units(&m).len(), "{closed}");
+    assert!(closed >= upi_opens(&m).len(), "{closed}");
 }
