@@ -405,7 +405,9 @@ fn drain_spe(
         Ok(c) => c,
         Err(e) => return Some(format!("an SPE AUX buffer is unreadable: {}", e.name())),
     };
+    let before = spe.unattributed;
     let (records, error) = spe.records(buffer, conversion);
+    let untimed = conversion.is_none() && spe.unattributed > before;
     for a in records.into_iter().filter(|a| keep(a.pid)) {
         out.push(Drawn {
             raw: RawSample {
@@ -419,6 +421,13 @@ fn drain_spe(
             role: Role::Spe,
             spe: Some(a.record),
         });
+    }
+    if untimed {
+        return Some(
+            "SPE records cannot be given their task: the kernel offers no time conversion \
+             for the event (cap_user_time_zero), so they are counted lost"
+                .into(),
+        );
     }
     error.map(|e| format!("SPE data dropped: {e}"))
 }

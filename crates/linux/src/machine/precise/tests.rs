@@ -397,6 +397,22 @@ fn spe_records_become_samples_of_the_task_that_ran_when_they_were_written() {
     assert_eq!(got, [(HEAP + 4096, 1)]);
     // The record written before any switch was seen is counted, not guessed.
     assert_eq!(m.precise_losses().0, 1);
+    assert_eq!(m.signals.sampler_error, None);
+}
+
+#[test]
+fn spe_records_without_a_clock_conversion_are_lost_and_said_so() {
+    let mut m = machine("neoverse-n1");
+    m.set_sampling(&sampling(65_536));
+    m.sys.ring_bytes.insert(101, switch_in(4242, 4242, 100, 0));
+    m.sys
+        .aux_bytes
+        .insert(101, spe_record(HEAP + 8, false, 300, 0x204, 150));
+    let obs = m.observe(0).unwrap();
+    assert!(obs.samples.is_empty());
+    assert_eq!(m.precise_losses().0, 1);
+    let why = m.signals.sampler_error.clone().unwrap();
+    assert!(why.contains("cap_user_time_zero"), "{why}");
 }
 
 #[test]
