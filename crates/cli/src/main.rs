@@ -116,10 +116,9 @@ enum Command {
     /// controllers and UPI links, AMD Data Fabric and UMC, Arm SPE) and says, for each signal
     /// the policies use, where it comes from here: used (core counters, page-fault samples,
     /// IBS op, PEBS and SPE samples, memory-controller counters where their events are
-    /// catalogued, UPI links between sockets), detected but not used yet (the AMD Data Fabric), or
-    /// missing and why (no PMU at all,
-    /// as in a virtual machine without a virtual PMU; kernel.perf_event_paranoid too high
-    /// without CAP_PERFMON). Then the capabilities `rondpoint run` has here and each policy's
+    /// catalogued, UPI and xGMI links between sockets), or missing and why (no PMU at all, as
+    /// in a virtual machine without a virtual PMU; kernel.perf_event_paranoid too high without
+    /// CAP_PERFMON). Then the capabilities `rondpoint run` has here and each policy's
     /// verdict. --sysfs-root and --proc-root read another machine's trees instead.
     Doctor(commands::doctor::DoctorArgs),
     /// Measure a machine's MAPI-to-gap curve for `oaas` (the microbenchmark of Gaud et al.).

@@ -86,8 +86,16 @@ fn detected_pmus_are_never_claimed_as_used() {
             // precise.rs, upi.rs).
             assert!(
                 !used
-                    || ["core", "intel-imc", "amd-umc", "ibs-op", "spe", "intel-upi"]
-                        .contains(&kind)
+                    || [
+                        "core",
+                        "intel-imc",
+                        "amd-umc",
+                        "ibs-op",
+                        "spe",
+                        "intel-upi",
+                        "amd-df"
+                    ]
+                    .contains(&kind)
                     || p["name"] == "software",
                 "{machine}: {p}"
             );

@@ -188,19 +188,19 @@ fn catalogue_families_from_cpuinfo() {
             epyc(25, 1, "AMD EPYC 7763 64-Core Processor"),
             Family::AmdZen3,
         ),
-        (
-            epyc(25, 17, "AMD EPYC 9654 96-Core Processor"),
-            Family::AmdZen4,
-        ),
     ];
     for (text, want) in &cases {
         assert_eq!(cpu_families(text), [*want], "{text}");
     }
-    // This project's VM (real /proc/cpuinfo): AMD family 26 model 2 is Zen 5, whose codes the
-    // catalogue's Zen 4 entries hold (identical in Linux's amdzen4 and amdzen5 tables).
+    // Zen 4: the entries Zen 4 and 5 share, and those of Zen 4 alone (its xGMI codes).
+    let genoa = epyc(25, 17, "AMD EPYC 9654 96-Core Processor");
+    assert_eq!(cpu_families(&genoa), [Family::AmdZen4, Family::AmdZen4Only]);
+    // This project's VM (real /proc/cpuinfo): AMD family 26 model 2 is Zen 5, whose core and
+    // memory-controller codes the catalogue's Zen 4 entries hold (identical in Linux's
+    // amdzen4 and amdzen5 tables); its data-fabric codes are its own.
     let vm = include_str!("data/cpuinfo-epyc-family26-vm.txt");
     assert_eq!(parse_cpuinfo(vm), Some(("AuthenticAMD".to_string(), 26, 2)));
-    assert_eq!(cpu_families(vm), [Family::AmdZen4]);
+    assert_eq!(cpu_families(vm), [Family::AmdZen4, Family::AmdZen5]);
     // Not catalogued (docs/pmu.md): Skylake-SP and Cascade Lake, Zen 2 (Rome), Zen 1 (Naples),
     // Broadwell-EP; and a vendor mix-up.
     for text in [

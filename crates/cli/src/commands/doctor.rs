@@ -7,8 +7,8 @@
 //! the core PMU, samples page faults through the software PMU, and counts memory-controller
 //! traffic per node with the uncore memory-controller PMUs (`uncore_imc_N`, `amd_umc_N`) where
 //! their events are catalogued, samples memory accesses with IBS op, PEBS or Arm SPE, and
-//! counts UPI link traffic between sockets. `amd_df` is detected and reported, not used yet: the
-//! report says so rather than counting it as a signal.
+//! counts link traffic between sockets with UPI (`uncore_upi_N`) or xGMI (`amd_df`) counters
+//! where their events are catalogued.
 
 use crate::format;
 use anyhow::{Context, Result};
@@ -333,13 +333,13 @@ fn inferred_mc_counters(planned: &[PlannedAttr], access: &Access) -> McCounters 
 }
 
 /// Why links would not be measured on a machine with the plan `planned`: `run` and `daemon`
-/// count them with UPI counters on sockets of one node each whose links the kernel maps,
-/// which the PMUs alone do not say.
+/// count them with UPI or xGMI counters on sockets of one node each (UPI beyond two: whose
+/// links the kernel maps), which the PMUs alone do not say.
 fn inferred_links(planned: &[PlannedAttr]) -> String {
     if plans(planned, Signal::LinkTraffic) {
-        "inferred from the PMUs, not opened: run and daemon count the UPI links between \
-         sockets of one node each (not with sub-NUMA clustering, nor beyond two sockets on \
-         kernels before 5.19)"
+        "inferred from the PMUs, not opened: run and daemon count the UPI or xGMI links \
+         between sockets of one node each (not with sub-NUMA clustering or NPS2/4, nor UPI \
+         beyond two sockets on kernels before 5.19)"
             .into()
     } else {
         "no interconnect counters are read".into()
@@ -383,8 +383,10 @@ fn pmu_row(p: &Pmu) -> PmuRow {
             "memory-controller traffic per node (where its CPU's events are catalogued)".into(),
         ),
         PmuKind::AmdDf => (
-            Use::DetectedNotUsed,
-            "data-fabric traffic (no event catalogued)".into(),
+            Use::Used,
+            "interconnect link traffic: xGMI outbound data per link (where its CPU's events are \
+             catalogued: Zen 4, Zen 5)"
+                .into(),
         ),
         PmuKind::IntelUpi => (
             Use::Used,
@@ -483,12 +485,22 @@ fn signals(pmus: &[Pmu], planned: &[PlannedAttr], access: &Access) -> Vec<Signal
             "no memory-controller PMU (uncore_imc, amd_umc); estimated from page-fault samples",
         )
     });
-    let links = names(pmus, |p| p.kind == PmuKind::IntelUpi);
+    // UPI links; xGMI ones where this CPU's data-fabric events are catalogued.
+    let xgmi = plans(planned, Signal::LinkTraffic);
+    let links = names(pmus, |p| {
+        p.kind == PmuKind::IntelUpi || (p.kind == PmuKind::AmdDf && xgmi)
+    });
+    let no_links = if !pmus.iter().any(|p| p.kind == PmuKind::AmdDf) {
+        "no interconnect PMU (uncore_upi, amd_df); not measured"
+    } else {
+        "amd_df's xGMI events are catalogued for Zen 4 and Zen 5 only, told apart by \
+         /proc/cpuinfo; not measured"
+    };
     rows.push(used_signal(
         "link traffic",
         links,
         refused(Scope::Cpu),
-        "no interconnect PMU (uncore_upi); not measured",
+        no_links,
     ));
     rows
 }

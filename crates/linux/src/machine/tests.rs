@@ -6,7 +6,7 @@ use crate::sys::{Call, FakeSys, MemPolicyMode, PerfFd};
 use rondpoint_model::synthetic::TopologyBuilder;
 use rondpoint_model::{CpuId, MemPolicy, NodeList, PageRange, PageSize};
 
-const MEMHOG: Pid = Pid(4242);
+pub(crate) const MEMHOG: Pid = Pid(4242);
 const HEAP: u64 = 0x55d4_ca1f_2000;
 
 mod capabilities;
@@ -18,7 +18,7 @@ fn topo() -> Topology {
     TopologyBuilder::new(4).cores_per_llc(4).build().unwrap()
 }
 
-fn config() -> LiveConfig {
+pub(crate) fn config() -> LiveConfig {
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     LiveConfig {
         sysfs_root: fixtures.join("sysfs/r905-asymmetric"),
@@ -71,7 +71,7 @@ pub(crate) fn machine_on_sysfs(root: &std::path::Path, nodes: usize) -> LinuxMac
 }
 
 /// Copies a directory tree (`cp -r`).
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+pub(crate) fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     let copied = std::process::Command::new("cp")
         .args(["-r", "--"])
         .arg(from)

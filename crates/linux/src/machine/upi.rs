@@ -1,14 +1,18 @@
-//! Interconnect traffic between the sockets of an Intel machine, counted by its UPI link
-//! counters (`uncore_upi_N`) instead of left unmeasured.
+//! Interconnect traffic between the sockets of a machine, counted by its link counters instead
+//! of left unmeasured: Intel's UPI (`uncore_upi_N`) and AMD's xGMI (`amd_df`).
 //!
-//! The counters are the plan's `link-traffic` events ([`crate::pmu::attrs::plan`]: data flits
-//! sent, `UNC_UPI_TxL_FLITS.ALL_DATA`, on every unit of such a PMU), opened once with the
-//! probe, system-wide on each CPU of the unit's `cpumask` (one per socket), as the
-//! memory-controller counters are (machine/uncore.rs). A unit counts the data flits its socket
-//! sends over that one link. A 64-byte line takes 9 data flits: perf's own metric for UPI
-//! bandwidth multiplies the flits by 64/9 (`upi_data_transmit_bw`,
-//! tools/perf/pmu-events/arch/x86/sapphirerapids/spr-metrics.json:
-//! `UNC_UPI_TxL_FLITS.ALL_DATA * 7.111111111111111`).
+//! The counters are the plan's `link-traffic` events ([`crate::pmu::attrs::plan`]), opened
+//! once with the probe, system-wide on each CPU of the PMU's `cpumask` (one per socket), as
+//! the memory-controller counters are (machine/uncore.rs). Each counts what its socket sends
+//! over one link:
+//! - UPI: data flits sent, `UNC_UPI_TxL_FLITS.ALL_DATA`, on every `uncore_upi_N` unit (one per
+//!   link). A 64-byte line takes 9 data flits: perf's own metric for UPI bandwidth multiplies
+//!   the flits by 64/9 (`upi_data_transmit_bw`,
+//!   tools/perf/pmu-events/arch/x86/sapphirerapids/spr-metrics.json:
+//!   `UNC_UPI_TxL_FLITS.ALL_DATA * 7.111111111111111`).
+//! - xGMI: the data fabric's outbound data beats of each link (`amd_df`, one event per link,
+//!   Zen 4 links 0-7 and Zen 5 links 0-5 as perf's amdzen4/amdzen5 data-fabric.json list
+//!   them), 64 bytes each; EPYC has at most two sockets.
 //!
 //! Where a link leads: with two sockets, to the other one. With more, the kernel says, from
 //! Linux 5.19 on Skylake-SP, Ice Lake-SP and Sapphire Rapids: `uncore_upi_X/dieY` holds
@@ -24,6 +28,7 @@
 //! the links stay unmeasured, and the capability says why.
 
 use super::uncore::{MachinePmus, open_error, package_of, unit_cpus};
+use crate::pmu::PmuKind;
 use crate::pmu::events::Signal;
 use crate::sys::{PerfFd, PerfReading, Sys};
 use crate::sysfs::SysfsRoot;
@@ -33,7 +38,10 @@ use thiserror::Error;
 /// Why the links are not measured.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum LinksUnmeasured {
-    #[error("no interconnect counters are read (no uncore_upi PMU with a catalogued event)")]
+    #[error(
+        "no interconnect counters are read (no uncore_upi or amd_df PMU with a catalogued \
+         link event)"
+    )]
     NoCounters,
     #[error("UPI counters present, links not measured: {0}")]
     Shape(String),
@@ -41,15 +49,18 @@ pub enum LinksUnmeasured {
     Open(String),
 }
 
-/// Bytes per data flit: a 64-byte line is 9 flits (see the module's documentation).
+/// Bytes per UPI data flit: a 64-byte line is 9 flits (see the module's documentation).
 const BYTES_PER_FLIT: f64 = 64.0 / 9.0;
+/// Bytes per xGMI data beat (the event lists' "Data beats (64 bytes)").
+const BYTES_PER_BEAT: f64 = 64.0;
 
-/// One opened counter: a unit's flits on one socket's CPU, and the sockets (indices into
-/// [`UpiLinks::nodes`]) its link joins, sender first.
+/// One opened counter: a link's flits or beats on one socket's CPU, what one is worth, and
+/// the sockets (indices into [`UpiLinks::nodes`]) its link joins, sender first.
 #[derive(Debug)]
 struct Counter {
     fd: PerfFd,
     last: PerfReading,
+    bytes_per_count: f64,
     from: usize,
     to: usize,
 }
@@ -190,10 +201,15 @@ impl UpiLinks {
                         return Err(e);
                     }
                 };
+                let bytes_per_count = match a.event.pmu {
+                    PmuKind::AmdDf => BYTES_PER_BEAT,
+                    _ => BYTES_PER_FLIT,
+                };
                 match sys.perf_open(&a.attr, Pid(-1), cpu.0 as i32) {
                     Ok(fd) => links.counters.push(Counter {
                         fd,
                         last: PerfReading::default(),
+                        bytes_per_count,
                         from,
                         to,
                     }),
@@ -224,21 +240,19 @@ impl UpiLinks {
     /// multiplexing, pairs in socket order; `None` when a counter could not be read.
     pub(super) fn read(&mut self, sys: &mut dyn Sys) -> Option<Vec<LinkCounters>> {
         let n = self.nodes.len();
-        let mut flits = vec![vec![0u64; n]; n];
+        let mut bytes = vec![vec![0f64; n]; n];
         let mut linked = vec![vec![false; n]; n];
         let mut complete = true;
         for c in &mut self.counters {
             match sys.perf_read(c.fd) {
                 Ok(now) => {
-                    flits[c.from][c.to] =
-                        flits[c.from][c.to].saturating_add(now.scaled_since(&c.last));
+                    bytes[c.from][c.to] += now.scaled_since(&c.last) as f64 * c.bytes_per_count;
                     c.last = now;
                 }
                 Err(_) => complete = false,
             }
             linked[c.from.min(c.to)][c.from.max(c.to)] = true;
         }
-        let bytes = |f: u64| (f as f64 * BYTES_PER_FLIT).round() as u64;
         let mut out = Vec::new();
         for a in 0..n {
             for b in a + 1..n {
@@ -246,8 +260,8 @@ impl UpiLinks {
                     out.push(LinkCounters {
                         a: self.nodes[a],
                         b: self.nodes[b],
-                        bytes_a_to_b: bytes(flits[a][b]),
-                        bytes_b_to_a: bytes(flits[b][a]),
+                        bytes_a_to_b: bytes[a][b].round() as u64,
+                        bytes_b_to_a: bytes[b][a].round() as u64,
                         capacity_bytes_per_s: None,
                     });
                 }

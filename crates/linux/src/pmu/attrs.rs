@@ -187,6 +187,10 @@ pub fn families(pmus: &[Pmu], cpu: Option<&CpuIdent>) -> Vec<Family> {
         }
         None => cap(PmuKind::IbsOp, "zen4_ibs_extensions", "1"),
     };
+    // Zen 4 and Zen 5 apart: their data-fabric codes differ, and only cpuinfo tells them.
+    let amd = |family| cpu.is_some_and(|c| c.is("AuthenticAMD", family));
+    let zen4_only = zen4 && amd(0x19);
+    let zen5 = zen4 && amd(0x1a);
     let zen3 = match cpu {
         Some(c) => c.is("AuthenticAMD", 0x19) && matches!(c.model, 0x00..=0x0f | 0x20..=0x5f),
         None => {
@@ -201,6 +205,8 @@ pub fn families(pmus: &[Pmu], cpu: Option<&CpuIdent>) -> Vec<Family> {
         (spr, Family::IntelSapphireRapids),
         (zen3, Family::AmdZen3),
         (zen4, Family::AmdZen4),
+        (zen4_only, Family::AmdZen4Only),
+        (zen5, Family::AmdZen5),
         (has(PmuKind::IbsOp), Family::AmdIbs),
         (has(PmuKind::Spe), Family::ArmSpe),
     ] {
@@ -258,8 +264,11 @@ fn missing(signal: Signal, pmus: &[Pmu]) -> &'static str {
         Signal::McReads | Signal::McWrites => {
             "no uncore_imc or amd_umc PMU with a catalogued event: memory-controller traffic estimated from page-fault samples"
         }
+        Signal::LinkTraffic if pmus.iter().any(|p| p.kind == PmuKind::AmdDf) => {
+            "no xGMI event catalogued for this CPU (amd_df: Zen 4 and Zen 5, told apart by /proc/cpuinfo): link traffic not measured"
+        }
         Signal::LinkTraffic => {
-            "no uncore_upi PMU with a catalogued event (xGMI counters are not catalogued): link traffic not measured"
+            "no uncore_upi or amd_df PMU with a catalogued event: link traffic not measured"
         }
         Signal::PreciseLoads => {
             "no IBS op, PEBS or SPE PMU with a catalogued event: page-fault samples stand in"
@@ -560,17 +569,35 @@ mod tests {
     }
 
     #[test]
-    fn zen4_opens_ibs_umcs_and_dram_fills_and_lacks_links() {
+    fn zen4_opens_ibs_umcs_dram_fills_and_xgmi_links() {
         let pmus = fixture("zen4-genoa");
         let plan = plan(&pmus, Some(&cpuid("zen4-genoa")));
-        assert_eq!(plan, super::plan(&pmus, None), "the PMUs say Zen 4 too");
         assert_eq!(
             plan.families,
-            [Family::AnyCore, Family::AmdZen4, Family::AmdIbs]
+            [
+                Family::AnyCore,
+                Family::AmdZen4,
+                Family::AmdZen4Only,
+                Family::AmdIbs
+            ]
         );
         let all = Signal::ALL;
-        assert_eq!(signals(&plan), [&all[..7], &all[8..9]].concat());
-        assert_eq!(plan.attrs.len(), 3 + 2 + 12 * 2 + 1);
+        assert_eq!(signals(&plan), &all[..9]);
+        assert_eq!(plan.attrs.len(), 3 + 2 + 12 * 2 + 8 + 1);
+        // xGMI link 0's outbound beats: event 0xb5f over config 0-7 and 32-37, umask 0xf3e
+        // over 8-15 and 24-27 (the fixture's amd_df formats).
+        let link0 = &find(&plan, "link-traffic/xgmi-out-link0/amd_df").attr;
+        assert_eq!((link0.kind, link0.config), (12, 0xb_0f00_3e5f));
+        assert!(!link0.exclude_hv && !link0.inherit);
+        // Without /proc/cpuinfo the PMUs say Zen 4 or 5, not which: no xGMI codes.
+        let blind = super::plan(&pmus, None);
+        assert!(!blind.families.contains(&Family::AmdZen4Only));
+        assert_eq!(signals(&blind), [&all[..7], &all[8..9]].concat());
+        assert!(
+            blind.degraded[0].why.contains("xGMI"),
+            "{:?}",
+            blind.degraded
+        );
         let near = &find(&plan, "dram-local/dram-io-near/cpu").attr;
         assert_eq!((near.kind, near.config), (4, 0x844));
         assert!(near.exclude_kernel && near.exclude_hv && near.inherit);
@@ -592,8 +619,25 @@ mod tests {
             )
         );
         let why: Vec<Signal> = plan.degraded.iter().map(|d| d.signal).collect();
-        assert_eq!(why, [Signal::LinkTraffic, Signal::PreciseStores]);
-        assert!(plan.degraded[0].why.contains("xGMI"), "{:?}", plan.degraded);
+        assert_eq!(why, [Signal::PreciseStores]);
+    }
+
+    #[test]
+    fn zen5_takes_its_own_xgmi_codes() {
+        // The Genoa PMUs with a Zen 5 CPU (family 0x1A): links 0-5, event 0xd5f + 0x40 N.
+        let pmus = fixture("zen4-genoa");
+        let turin = CpuIdent::parse_perf_cpuid("AuthenticAMD-26-2-0").unwrap();
+        let plan = plan(&pmus, Some(&turin));
+        assert!(plan.families.contains(&Family::AmdZen5));
+        let links: Vec<u64> = plan
+            .attrs
+            .iter()
+            .filter(|a| a.event.signal == Signal::LinkTraffic)
+            .map(|a| a.attr.config)
+            .collect();
+        assert_eq!(links.len(), 6);
+        assert_eq!(links[0], 0xd_0f00_3e5f);
+        assert_eq!(links[5], 0xe_0f00_3e9f);
     }
 
     #[test]

@@ -188,3 +188,81 @@ fn a_link_map_naming_no_socket_is_refused() {
         .count();
     assert!(closed >= upi_opens(&m).len(), "{closed}");
 }
+
+/// amd_df's type in the Zen 4 fixture.
+const DF_TYPE: u32 = 12;
+
+#[test]
+fn two_epyc_sockets_count_their_xgmi_links_in_64_byte_beats() {
+    use crate::machine::tests::{MEMHOG, config, copy_dir};
+    let fixtures = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    // The Genoa fixture's PMUs, its data fabric on one CPU of each socket (CPUs 0 and 4).
+    let sys_dir = tempfile::tempdir().unwrap();
+    copy_dir(
+        &fixtures.join("tests/fixtures/pmu/zen4-genoa/bus"),
+        &sys_dir.path().join("bus"),
+    );
+    let df = sys_dir.path().join("bus/event_source/devices/amd_df");
+    std::fs::write(df.join("cpumask"), "0,4\n").unwrap();
+    for cpu in 0..8 {
+        let topo = sys_dir
+            .path()
+            .join(format!("devices/system/cpu/cpu{cpu}/topology"));
+        std::fs::create_dir_all(&topo).unwrap();
+        std::fs::write(topo.join("physical_package_id"), format!("{}\n", cpu / 4)).unwrap();
+    }
+    // Its CPU from /proc/cpuinfo: family 0x19 model 0x11 (EPYC 9654), whose xGMI codes differ
+    // from Zen 5's.
+    let proc_dir = tempfile::tempdir().unwrap();
+    copy_dir(
+        &fixtures.join("../../fixtures/procfs/numa4"),
+        proc_dir.path(),
+    );
+    std::fs::write(
+        proc_dir.path().join("cpuinfo"),
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n",
+    )
+    .unwrap();
+    let topo = rondpoint_model::synthetic::TopologyBuilder::new(2)
+        .cores_per_llc(4)
+        .build()
+        .unwrap();
+    let cfg = crate::machine::LiveConfig {
+        sysfs_root: sys_dir.path().to_path_buf(),
+        proc_root: proc_dir.path().to_path_buf(),
+        ..config()
+    };
+    let mut m = LinuxMachine::to_manage(FakeSys::new(), topo, cfg, vec![MEMHOG]);
+    assert_eq!(
+        m.capabilities().support(Capability::LinkTraffic),
+        Support::Full
+    );
+    let opens: Vec<(i32, i32)> = m
+        .sys()
+        .calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::PerfOpen { attr, cpu, .. } => Some((attr.kind, *cpu)),
+            Call::PerfOpenMember { attr, cpu, .. } => Some((attr.kind, *cpu)),
+            _ => None,
+        })
+        .enumerate()
+        .filter(|(_, (kind, _))| *kind == DF_TYPE)
+        .map(|(i, (_, cpu))| (100 + i as i32, cpu))
+        .collect();
+    assert_eq!(opens.len(), 8 * 2, "links 0-7 on each socket");
+    for &(fd, cpu) in &opens {
+        reads(&mut m, fd, if cpu == 0 { 100 } else { 10 });
+    }
+    let links = m.observe(0).unwrap().counters.links;
+    assert_eq!(
+        links,
+        [LinkCounters {
+            a: NodeId(0),
+            b: NodeId(1),
+            bytes_a_to_b: 8 * 100 * 64,
+            bytes_b_to_a: 8 * 10 * 64,
+            capacity_bytes_per_s: None,
+        }]
+    );
+}
