@@ -191,8 +191,11 @@ fn sample_both(
         let _ = perf_child.wait();
         return Err(e);
     }
-    let (ours, buffer) = walk_sampled(&mut machine, child, pid)?;
-    stop(&mut perf_child)?;
+    // perf is stopped whatever the walk did: perf record -a would not end by itself.
+    let walked = walk_sampled(&mut machine, child, pid);
+    let stopped = stop(&mut perf_child);
+    let (ours, buffer) = walked?;
+    stopped?;
     let script = Command::new(perf)
         .args(["script", "-F", "pid,addr"])
         .args(&record.script)
@@ -200,6 +203,13 @@ fn sample_both(
         .arg(&data)
         .output()
         .context("running perf script")?;
+    if !script.status.success() {
+        anyhow::bail!(
+            "perf script could not read what perf record wrote ({}): {}",
+            script.status,
+            String::from_utf8_lossy(&script.stderr).trim()
+        );
+    }
     let text = String::from_utf8_lossy(&script.stdout);
     let theirs = in_buffer(&samples_of(&text, pid), buffer);
     let ours = in_buffer(&ours, buffer);
