@@ -106,10 +106,10 @@ pub struct Probe {
     pub interleave_weights: Option<BTreeMap<u16, u8>>,
     /// The memory-controller counters (set by the machine, which opens them, after [`Probe::run`]).
     pub mc_counters: McCounters,
-    /// Precise access sampling (IBS op, PEBS; set by the machine after [`Probe::run`]).
+    /// Precise access sampling (IBS op, PEBS, SPE; set by the machine after [`Probe::run`]).
     pub precise: PreciseSampling,
-    /// Why interconnect links are not measured (`None`: UPI counters opened; set by the
-    /// machine after [`Probe::run`]).
+    /// Why interconnect links are not measured (`None`: UPI or xGMI counters opened; set by
+    /// the machine after [`Probe::run`]).
     pub links: Option<String>,
     /// Why a thread's DRAM loads are not counted by the core PMU (`None`: its events opened
     /// on rondpoint itself; set by the machine after [`Probe::run`]).

@@ -208,7 +208,8 @@ pub struct LinuxMachine<S: Sys> {
     dram_events: hwcounters::DramEvents,
     /// The memory-controller counters, opened with the probe when the machine has them.
     uncore: Option<uncore::Uncore>,
-    /// The UPI link counters, opened with the probe on two-socket machines that have them.
+    /// The link counters (UPI, xGMI), opened with the probe on machines of one node per
+    /// socket that have them.
     upi: Option<upi::UpiLinks>,
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
