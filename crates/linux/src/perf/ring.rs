@@ -246,11 +246,7 @@ pub fn parse(bytes: &[u8], format: &SampleFormat) -> Result<(Vec<Record>, usize)
         let record = match kind {
             PERF_RECORD_SAMPLE => Record::Sample(parse_sample(body, misc, format, offset)?),
             PERF_RECORD_LOST => {
-                let mut r = Reader {
-                    body,
-                    pos: 0,
-                    offset,
-                };
+                let mut r = Reader::new(body, offset);
                 let short = |_| too_short(offset, kind, 16, body);
                 let id = r.u64("id").map_err(short)?;
                 let lost = r.u64("lost").map_err(short)?;
@@ -279,11 +275,7 @@ fn too_short(offset: usize, kind: u32, need: usize, body: &[u8]) -> RingError {
 
 /// PERF_RECORD_AUX's body: aux_offset, aux_size, flags (then a sample id, not read).
 fn parse_aux(body: &[u8], offset: usize) -> Result<Record, RingError> {
-    let mut r = Reader {
-        body,
-        pos: 0,
-        offset,
-    };
+    let mut r = Reader::new(body, offset);
     let short = |_| too_short(offset, PERF_RECORD_AUX, 24, body);
     Ok(Record::Aux {
         offset: r.u64("aux_offset").map_err(short)?,
@@ -303,11 +295,7 @@ fn parse_switch(
     offset: usize,
 ) -> Result<Record, RingError> {
     type F = SampleFormat;
-    let mut r = Reader {
-        body,
-        pos: 0,
-        offset,
-    };
+    let mut r = Reader::new(body, offset);
     let short = |_| too_short(offset, PERF_RECORD_SWITCH_CPU_WIDE, 8, body);
     let other = (
         r.u32("next_prev_pid").map_err(short)?,
@@ -348,11 +336,7 @@ fn parse_sample(
     offset: usize,
 ) -> Result<RawSample, RingError> {
     type F = SampleFormat;
-    let mut r = Reader {
-        body,
-        pos: 0,
-        offset,
-    };
+    let mut r = Reader::new(body, offset);
     let mut s = RawSample {
         misc,
         ..RawSample::default()
@@ -444,6 +428,14 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    fn new(body: &'a [u8], offset: usize) -> Self {
+        Reader {
+            body,
+            pos: 0,
+            offset,
+        }
+    }
+
     /// The next `len` bytes (`None` = a length that overflows, which never fits).
     fn take(&mut self, len: Option<usize>, field: &'static str) -> Result<&'a [u8], RingError> {
         let have = self.body.len().saturating_sub(self.pos);
