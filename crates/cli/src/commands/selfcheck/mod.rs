@@ -381,8 +381,20 @@ fn count_child(
 /// Waits until process `perf` holds `n` perf_event descriptors (its events are open), or says
 /// why not: it exited (with what it printed), or took too long.
 fn wait_for_events(perf: &mut Child, n: usize) -> Result<()> {
+    wait_for_perf(perf, "perf stat", |count, _| count >= n)
+}
+
+/// Waits until `ready(descriptors, how long their count has not changed)` holds for process
+/// `perf` (`what`, for messages), or says why not: it exited (with what it printed), or took
+/// longer than [`PERF_READY`].
+fn wait_for_perf(
+    perf: &mut Child,
+    what: &str,
+    ready: impl Fn(usize, Duration) -> bool,
+) -> Result<()> {
     let start = Instant::now();
     let fd_dir = PathBuf::from(format!("/proc/{}/fd", perf.id()));
+    let (mut last, mut since) = (0, Instant::now());
     loop {
         if let Some(status) = perf.try_wait()? {
             let mut err = String::new();
@@ -390,16 +402,20 @@ fn wait_for_events(perf: &mut Child, n: usize) -> Result<()> {
                 let _ = e.read_to_string(&mut err);
             }
             anyhow::bail!(
-                "perf stat ended before the workload ran ({status}): {}",
+                "{what} ended before the workload ran ({status}): {}",
                 err.trim()
             );
         }
-        if perf_event_fds(&fd_dir) >= n {
+        let n = perf_event_fds(&fd_dir);
+        if n != last {
+            (last, since) = (n, Instant::now());
+        }
+        if ready(n, since.elapsed()) {
             return Ok(());
         }
         if start.elapsed() > PERF_READY {
             anyhow::bail!(
-                "perf stat did not open its events within {} s",
+                "{what} did not open its events within {} s",
                 PERF_READY.as_secs()
             );
         }

@@ -10,7 +10,7 @@
 //! as `perf record -e page-faults -c 1 -p PID` does: a smaller walk ([`FAULT_MIB`]), whose
 //! faults fit in the sampler's ring between two drains.
 
-use super::{Compared, await_ready, perf_event_fds, verdict, wait_with_deadline, with_workload};
+use super::{Compared, await_ready, verdict, wait_with_deadline, with_workload};
 use anyhow::{Context, Result};
 use rondpoint_engine::Machine;
 use rondpoint_linux::machine::{LinuxMachine, LiveConfig};
@@ -23,7 +23,7 @@ use rondpoint_model::{Pid, SamplingRequest, Topology};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The sampling period (events): the plan's, which its perf options give perf (`-c`).
 const PERIOD: u64 = PRECISE_PERIOD;
@@ -225,34 +225,9 @@ fn sample_both(
 /// Waits until perf holds perf_event descriptors and their number has not changed for 200 ms
 /// (perf opens one per CPU and event, then starts).
 fn wait_until_open(perf: &mut Child) -> Result<()> {
-    let fd_dir = std::path::PathBuf::from(format!("/proc/{}/fd", perf.id()));
-    let start = Instant::now();
-    let (mut last, mut since) = (0, Instant::now());
-    loop {
-        if let Some(status) = perf.try_wait()? {
-            let mut err = String::new();
-            if let Some(mut e) = perf.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut e, &mut err);
-            }
-            anyhow::bail!(
-                "perf record ended before the workload ran ({status}): {}",
-                err.trim()
-            );
-        }
-        let n = perf_event_fds(&fd_dir);
-        if n != last {
-            (last, since) = (n, Instant::now());
-        } else if n > 0 && since.elapsed() >= Duration::from_millis(200) {
-            return Ok(());
-        }
-        if start.elapsed() > super::PERF_READY {
-            anyhow::bail!(
-                "perf record did not open its events within {} s",
-                super::PERF_READY.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    super::wait_for_perf(perf, "perf record", |n, steady| {
+        n > 0 && steady >= Duration::from_millis(200)
+    })
 }
 
 /// Starts the walk and drains rondpoint's samples of the workload until it has walked (it
