@@ -65,7 +65,7 @@ fn signal<'a>(j: &'a Value, name: &str) -> &'a Value {
 fn detected_pmus_are_never_claimed_as_used() {
     for (machine, proc) in MACHINES {
         let j: Value = serde_json::from_str(&run(machine, proc, true)).unwrap();
-        // Links are read from UPI counters (machine/upi.rs), with the right to count
+        // Links are read from UPI counters (machine/links.rs), with the right to count
         // system-wide: of the fixtures, the Xeons have them, and only the Sapphire Rapids is
         // read with CAP_PERFMON.
         let links = &signal(&j, "link traffic")["status"];
@@ -83,7 +83,7 @@ fn detected_pmus_are_never_claimed_as_used() {
             let used = p["use"] == "used";
             let kind = p["kind"].as_str().unwrap();
             // The memory controllers, IBS op, SPE and UPI links are read (machine/uncore.rs,
-            // precise.rs, upi.rs).
+            // precise.rs, links.rs).
             assert!(
                 !used
                     || [

@@ -59,7 +59,7 @@ const SPLIT_BY_SOURCE: &str = "DRAM traffic per node by source node: the counted
 
 /// What the live backend does not measure at all: instructions and LLC misses without hardware
 /// counters (capability thread-counters, and a policy that asks for them), interconnect
-/// traffic without UPI link counters (machine/upi.rs).
+/// traffic without UPI link counters (machine/links.rs).
 const MISSING: [(CounterGroup, &str); 3] = [
     (CounterGroup::Instructions, "instructions"),
     (CounterGroup::LlcMisses, "LLC misses"),

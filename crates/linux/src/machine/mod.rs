@@ -22,6 +22,7 @@
 mod counters;
 mod home;
 mod hwcounters;
+mod links;
 mod locks;
 mod moves;
 mod precise;
@@ -34,7 +35,6 @@ mod stats;
 #[cfg(test)]
 mod tests;
 mod uncore;
-mod upi;
 
 pub use hwcounters::{thread_counter_attrs, thread_dram_events_of};
 pub use precise::precise_events_of;
@@ -210,7 +210,7 @@ pub struct LinuxMachine<S: Sys> {
     uncore: Option<uncore::Uncore>,
     /// The link counters (UPI, xGMI), opened with the probe on machines of one node per
     /// socket that have them.
-    upi: Option<upi::UpiLinks>,
+    links: Option<links::SocketLinks>,
     /// Where each sampled page was at its last query, to spot pages the kernel moved since
     /// (forgotten when rondpoint moves them itself, and all at once beyond a bound).
     last_seen_node: FxHashMap<(Pid, u64), NodeId>,
@@ -256,7 +256,7 @@ impl<S: Sys> LinuxMachine<S> {
                 let pmus = self.machine_pmus();
                 probe.mc_counters = self.open_uncore(&pmus);
                 probe.precise = self.probe_precise(&pmus);
-                probe.links = self.open_upi(&pmus);
+                probe.links = self.open_links(&pmus);
                 probe.thread_dram = self.probe_thread_dram(&pmus);
                 probe
             }
@@ -286,7 +286,7 @@ impl<S: Sys> LinuxMachine<S> {
             hw: None,
             dram_events: hwcounters::DramEvents::default(),
             uncore: None,
-            upi: None,
+            links: None,
             config,
             topology,
             roots: Vec::new(),

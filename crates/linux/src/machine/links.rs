@@ -43,7 +43,7 @@ pub enum LinksUnmeasured {
          link event)"
     )]
     NoCounters,
-    #[error("UPI counters present, links not measured: {0}")]
+    #[error("link counters present, links not measured: {0}")]
     Shape(String),
     #[error("{0}")]
     Open(String),
@@ -55,7 +55,7 @@ const BYTES_PER_FLIT: f64 = 64.0 / 9.0;
 const BYTES_PER_BEAT: f64 = 64.0;
 
 /// One opened counter: a link's flits or beats on one socket's CPU, what one is worth, and
-/// the sockets (indices into [`UpiLinks::nodes`]) its link joins, sender first.
+/// the sockets (indices into [`SocketLinks::nodes`]) its link joins, sender first.
 #[derive(Debug)]
 struct Counter {
     fd: PerfFd,
@@ -65,9 +65,10 @@ struct Counter {
     to: usize,
 }
 
-/// The UPI counters of a machine of one node per socket, and the links they measure.
+/// The link counters (UPI or xGMI) of a machine of one node per socket, and the links they
+/// measure.
 #[derive(Debug)]
-pub(super) struct UpiLinks {
+pub(super) struct SocketLinks {
     counters: Vec<Counter>,
     /// The node of each socket.
     nodes: Vec<NodeId>,
@@ -161,7 +162,7 @@ impl LinkEnds<'_> {
     }
 }
 
-impl UpiLinks {
+impl SocketLinks {
     /// Opens the plan's UPI counters on this machine. `Err` says why the links are not
     /// measured (no such counters, a machine that is not sockets of one node each, links whose
     /// ends are not known, or a counter that did not open: those opened are closed again).
@@ -182,7 +183,7 @@ impl UpiLinks {
         };
         let units: Vec<&str> = planned.iter().map(|a| a.unit.as_str()).collect();
         ends.known(&units)?;
-        let mut links = UpiLinks {
+        let mut links = SocketLinks {
             counters: Vec::new(),
             nodes: sockets.iter().map(|s| s.1).collect(),
         };
@@ -275,23 +276,23 @@ impl<S: Sys> super::LinuxMachine<S> {
     /// Opens the UPI link counters, if the machine has them and is sockets of one node each
     /// whose links' ends are known (once, with the probe); else why the links are not
     /// measured.
-    pub(super) fn open_upi(&mut self, machine: &MachinePmus) -> Option<String> {
-        match UpiLinks::open(&mut self.sys, &self.sysfs, machine, &self.topology) {
+    pub(super) fn open_links(&mut self, machine: &MachinePmus) -> Option<String> {
+        match SocketLinks::open(&mut self.sys, &self.sysfs, machine, &self.topology) {
             Ok(links) => {
-                self.upi = Some(links);
+                self.links = Some(links);
                 None
             }
             Err(why) => Some(why.to_string()),
         }
     }
 
-    /// The epoch's measured link traffic (empty without UPI counters, or when one could not
+    /// The epoch's measured link traffic (empty without link counters, or when one could not
     /// be read this epoch).
     pub(super) fn measure_links(&mut self) -> Vec<LinkCounters> {
-        let Some(upi) = self.upi.as_mut() else {
+        let Some(links) = self.links.as_mut() else {
             return Vec::new();
         };
-        upi.read(&mut self.sys).unwrap_or_default()
+        links.read(&mut self.sys).unwrap_or_default()
     }
 }
 
